@@ -1,0 +1,55 @@
+# Mosaic Hybrid Retrieval — the two set-up commands are `make demo` and
+# `make test`; everything they need is installed and started on the way.
+
+SHELL := /bin/bash
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/mosaic/target
+MOSAIC := $(CARGO_TARGET_DIR)/debug/mosaic
+PRODUCTS ?= 5000
+
+.PHONY: demo test db db-stop model build migrate sample embed stats fmt lint clean-test-dbs help
+
+help:
+	@echo "make demo   - local database, sample catalog, embeddings, statistics"
+	@echo "make test   - everything needed, then every test"
+	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
+	@echo "make db-stop"
+
+db:
+	@bash scripts/db.sh ensure
+
+db-stop:
+	@bash scripts/db.sh stop
+
+model:
+	@bash scripts/fetch-model.sh
+
+build:
+	cargo build -p mosaic-cli
+
+migrate: db build
+	$(MOSAIC) migrate
+
+sample: migrate
+	$(MOSAIC) load --sample --products $(PRODUCTS) --if-empty
+
+embed: sample
+	$(MOSAIC) embed
+
+stats:
+	$(MOSAIC) stats
+
+demo: embed
+	@$(MOSAIC) stats
+
+clean-test-dbs: db
+	@bash scripts/db.sh psql -qAtc "SELECT 'DROP DATABASE ' || quote_ident(datname) || ' WITH (FORCE);' FROM pg_database WHERE datname LIKE 'mt\_%'" | bash scripts/db.sh psql -q >/dev/null
+
+test: db model clean-test-dbs
+	cargo test --workspace --no-fail-fast
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings

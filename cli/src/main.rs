@@ -1,0 +1,289 @@
+//! `mosaic`: the developer command of Mosaic Hybrid Retrieval.
+//!
+//! It manages the local database, applies migrations, loads and embeds the
+//! catalog. Every subcommand is a thin adapter over the `mosaic` library.
+
+mod embedder;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use mosaic::catalog::generator::{Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
+use mosaic::catalog::{import, load};
+use mosaic::db;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "mosaic",
+    version,
+    about = "Mosaic Hybrid Retrieval developer command"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct DbArgs {
+    /// Owner-role connection string (migrations and loading).
+    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+    database_url: String,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Manage the local PostgreSQL cluster (start, stop, status, url).
+    Db {
+        #[arg(value_parser = ["start", "stop", "status", "url", "ensure", "install"])]
+        action: String,
+        /// For `url`: owner, runtime or admin.
+        role: Option<String>,
+    },
+    /// Apply pending migrations (idempotent).
+    Migrate {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Dimension of the embedding column (384 local model, 1024 Titan v2 / Cohere).
+        #[arg(long, env = "MOSAIC_EMBEDDING_DIM", default_value_t = 384)]
+        embedding_dim: usize,
+        /// Role the functions connect as.
+        #[arg(long, env = "MOSAIC_RUNTIME_ROLE", default_value = "mosaic_runtime")]
+        runtime_role: String,
+    },
+    /// Load the sample catalog (`--sample`) or import files.
+    Load {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Generate the deterministic sample catalog (replaces the catalog).
+        #[arg(long)]
+        sample: bool,
+        /// With --sample: number of products. Otherwise: a products file (.jsonl or .csv).
+        #[arg(long)]
+        products: Option<String>,
+        /// Evidence file (.jsonl).
+        #[arg(long)]
+        evidence: Option<PathBuf>,
+        /// With --sample: generator seed.
+        #[arg(long, default_value_t = DEFAULT_SEED)]
+        seed: u64,
+        /// With --sample: do nothing when the catalog already holds products.
+        #[arg(long)]
+        if_empty: bool,
+    },
+    /// Embed projection rows whose text or model changed (resumable).
+    Embed {
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(flatten)]
+        embedder: embedder::EmbedderArgs,
+        /// Rows per batch.
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+    },
+    /// Print catalog statistics.
+    Stats {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Prints load progress: one updating line on a terminal, plain lines in logs.
+fn progress_line(stage: &str, done: u64, total: u64) {
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        let _ = write!(err, "\r  {stage:<11} {done:>9} / ~{total:<9}");
+        if done >= total {
+            let _ = writeln!(err);
+        }
+        let _ = err.flush();
+    } else {
+        let _ = writeln!(err, "  {stage:<11} {done:>9} / ~{total}");
+    }
+}
+
+async fn connect(db: &DbArgs) -> Result<tokio_postgres::Client> {
+    db::connect_plain(&db.database_url).await.with_context(|| {
+        "cannot connect to the database; for the local one run `mosaic db start` (or `make db`)"
+    })
+}
+
+fn repo_script(name: &str) -> PathBuf {
+    if let Ok(dir) = std::env::var("MOSAIC_REPO") {
+        return PathBuf::from(dir).join("scripts").join(name);
+    }
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts")).join(name)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MOSAIC_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Db { action, role } => {
+            let script = repo_script("db.sh");
+            let mut cmd = std::process::Command::new("bash");
+            cmd.arg(&script).arg(&action);
+            if let Some(role) = role {
+                cmd.arg(role);
+            }
+            let status = cmd
+                .status()
+                .with_context(|| format!("cannot run {}", script.display()))?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        Command::Migrate {
+            db: d,
+            embedding_dim,
+            runtime_role,
+        } => {
+            let mut client = connect(&d).await?;
+            let opts = db::MigrateOptions {
+                embedding_dim,
+                runtime_role,
+            };
+            let report = db::migrate(&mut client, &opts).await?;
+            if report.applied.is_empty() {
+                println!(
+                    "migrations: up to date ({} applied earlier)",
+                    report.already_applied
+                );
+            } else {
+                for name in &report.applied {
+                    println!("migrations: applied {name}");
+                }
+            }
+        }
+        Command::Load {
+            db: d,
+            sample,
+            products,
+            evidence,
+            seed,
+            if_empty,
+        } => {
+            let mut client = connect(&d).await?;
+            if sample && if_empty {
+                let n: i64 = client
+                    .query_one("SELECT count(*) FROM catalog.products", &[])
+                    .await?
+                    .get(0);
+                if n > 0 {
+                    println!("catalog already holds {n} products; leaving it as it is (drop --if-empty to reload)");
+                    return Ok(());
+                }
+            }
+            let mut progress =
+                |stage: &str, done: u64, total: u64| progress_line(stage, done, total);
+            if sample {
+                if evidence.is_some() {
+                    bail!("--evidence is for file imports; --sample generates its own evidence");
+                }
+                let n = match products {
+                    None => DEFAULT_PRODUCTS,
+                    Some(s) => s.replace('_', "").parse().with_context(|| {
+                        format!("with --sample, --products takes a number of products, not `{s}`")
+                    })?,
+                };
+                eprintln!("loading the sample catalog: {n} products, seed {seed}");
+                let report =
+                    load::load_sample(&mut client, Generator::new(seed, n), &mut progress).await?;
+                println!(
+                    "loaded {} products and {} evidence units in {:.1} s ({} projection rows)",
+                    report.products, report.evidence, report.seconds, report.projection_rows
+                );
+            } else {
+                if products.is_none() && evidence.is_none() {
+                    bail!(
+                        "nothing to load: use --sample, or --products FILE and/or --evidence FILE"
+                    );
+                }
+                let started = Instant::now();
+                let products = products.map(PathBuf::from);
+                let report = import::import(
+                    &mut client,
+                    products.as_deref(),
+                    evidence.as_deref(),
+                    &mut progress,
+                )
+                .await?;
+                println!(
+                    "imported {} products and {} evidence units in {:.1} s ({} projection rows refreshed)",
+                    report.products,
+                    report.evidence,
+                    started.elapsed().as_secs_f64(),
+                    report.projection_rows
+                );
+            }
+        }
+        Command::Embed {
+            db: d,
+            embedder,
+            batch,
+        } => {
+            let client = connect(&d).await?;
+            let embedder = embedder.build()?;
+            eprintln!("embedding with {}", embedder.model_id());
+            let mut last_print = Instant::now();
+            let report = mosaic::embed_job::embed_pending(
+                &client,
+                embedder.as_ref(),
+                batch.max(1),
+                &mut |done, total, secs| {
+                    let tty = std::io::stderr().is_terminal();
+                    let every = if tty { 500 } else { 5_000 };
+                    if last_print.elapsed().as_millis() > every || done as i64 >= total {
+                        last_print = Instant::now();
+                        let rate = done as f64 / secs.max(1e-9);
+                        let end = if tty { "\r" } else { "\n" };
+                        eprint!("{end}  embedded {done:>9} / {total:<9} {rate:>8.0} rows/s");
+                        let _ = std::io::stderr().flush();
+                    }
+                },
+            )
+            .await?;
+            if report.embedded > 0 {
+                eprintln!();
+            }
+            println!(
+                "embedded {} rows with {} in {:.1} s ({} were pending)",
+                report.embedded, report.model, report.seconds, report.pending
+            );
+        }
+        Command::Stats { db: d, json } => {
+            let client = connect(&d).await?;
+            let s = mosaic::catalog::stats(&client).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                println!("catalog");
+                println!("  products        {:>9}", s.products);
+                println!(
+                    "  evidence units  {:>9}  ({} specifications, {} reviews)",
+                    s.evidence, s.specifications, s.reviews
+                );
+                println!("  domains         {:>9}", s.domains);
+                println!("  categories      {:>9}", s.categories);
+                println!("  brands          {:>9}", s.brands);
+                println!("search projection");
+                println!("  rows            {:>9}", s.projection_rows);
+                println!(
+                    "  embedded        {:>9}  ({})",
+                    s.embedded_rows,
+                    s.embedding_models.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,527 @@
+//! Importing a user's catalog from JSON Lines (products and evidence) or CSV
+//! (products).
+//!
+//! Every row is validated before anything is written, and a bad row is
+//! reported with its file, line number and field. The write is one
+//! transaction: staged with `COPY`, merged into the catalog (a changed product
+//! gets a new revision), and followed by a projection refresh of the products
+//! it touched. Any error rolls all of it back.
+
+use super::load::{copy_evidence, copy_products, refresh_projection, Progress};
+use super::{Evidence, Product, AVAILABILITY};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::BufRead;
+use std::path::Path;
+use tokio_postgres::Client;
+
+/// A rejected import: where, which field, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportError {
+    pub file: String,
+    pub line: Option<u64>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// What an import wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ImportReport {
+    pub products: u64,
+    pub evidence: u64,
+    pub projection_rows: u64,
+}
+
+struct RowCtx<'a> {
+    file: &'a str,
+    line: u64,
+}
+
+impl RowCtx<'_> {
+    fn err(&self, field: Option<&str>, message: impl Into<String>) -> ImportError {
+        ImportError {
+            file: self.file.to_string(),
+            line: Some(self.line),
+            field: field.map(str::to_string),
+            message: message.into(),
+        }
+    }
+}
+
+const PRODUCT_FIELDS: &[&str] = &[
+    "product_id",
+    "sku",
+    "model",
+    "brand",
+    "title",
+    "domain",
+    "category_key",
+    "description",
+    "price_cents",
+    "currency",
+    "rating",
+    "review_count",
+    "availability",
+    "attributes",
+    "aliases",
+    "source_uri",
+    "updated_at",
+    "revision",
+];
+const EVIDENCE_FIELDS: &[&str] = &[
+    "evidence_id",
+    "product_id",
+    "kind",
+    "source_uri",
+    "source_revision",
+    "title",
+    "body",
+    "rating",
+    "updated_at",
+];
+
+fn check_fields(
+    obj: &Map<String, Value>,
+    allowed: &[&str],
+    ctx: &RowCtx,
+) -> Result<(), ImportError> {
+    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(ctx.err(Some(k), "unknown field")),
+        None => Ok(()),
+    }
+}
+
+fn req_str(
+    obj: &Map<String, Value>,
+    f: &str,
+    max: usize,
+    ctx: &RowCtx,
+) -> Result<String, ImportError> {
+    match obj.get(f) {
+        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= max => Ok(s.clone()),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(ctx.err(Some(f), "must not be empty")),
+        Some(Value::String(_)) => Err(ctx.err(Some(f), format!("longer than {max} characters"))),
+        None | Some(Value::Null) => Err(ctx.err(Some(f), "is required")),
+        Some(_) => Err(ctx.err(Some(f), "must be a string")),
+    }
+}
+
+fn opt_str(obj: &Map<String, Value>, f: &str, ctx: &RowCtx) -> Result<Option<String>, ImportError> {
+    match obj.get(f) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ctx.err(Some(f), "must be a string")),
+    }
+}
+
+fn opt_int(
+    obj: &Map<String, Value>,
+    f: &str,
+    min: i64,
+    max: i64,
+    ctx: &RowCtx,
+) -> Result<Option<i64>, ImportError> {
+    match obj.get(f) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(v) if (min..=max).contains(&v) => Ok(Some(v)),
+            _ => Err(ctx.err(
+                Some(f),
+                format!("must be a whole number from {min} to {max}"),
+            )),
+        },
+        Some(_) => Err(ctx.err(Some(f), "must be a number")),
+    }
+}
+
+fn opt_rating(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Option<f32>, ImportError> {
+    match obj.get("rating") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(v) if (0.0..=5.0).contains(&v) => Ok(Some(v as f32)),
+            _ => Err(ctx.err(Some("rating"), "must be between 0 and 5")),
+        },
+        Some(_) => Err(ctx.err(Some("rating"), "must be a number")),
+    }
+}
+
+fn opt_time(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<DateTime<Utc>, ImportError> {
+    match opt_str(obj, "updated_at", ctx)? {
+        None => Ok(Utc::now()),
+        Some(s) => DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| ctx.err(Some("updated_at"), "must be an RFC 3339 timestamp")),
+    }
+}
+
+fn check_id(value: &str, field: &str, max: usize, ctx: &RowCtx) -> Result<(), ImportError> {
+    let ok = value.len() <= max
+        && value
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ctx.err(
+            Some(field),
+            format!("must be 1-{max} letters, digits or . _ : - starting with a letter or digit"),
+        ))
+    }
+}
+
+fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, ImportError> {
+    check_fields(obj, PRODUCT_FIELDS, ctx)?;
+    let product_id = req_str(obj, "product_id", 64, ctx)?;
+    check_id(&product_id, "product_id", 64, ctx)?;
+    let availability = req_str(obj, "availability", 32, ctx)?;
+    if !AVAILABILITY.contains(&availability.as_str()) {
+        return Err(ctx.err(
+            Some("availability"),
+            format!("must be one of {}", AVAILABILITY.join(", ")),
+        ));
+    }
+    let price_cents = opt_int(obj, "price_cents", 0, i64::MAX, ctx)?
+        .ok_or_else(|| ctx.err(Some("price_cents"), "is required"))?;
+    let currency = opt_str(obj, "currency", ctx)?.unwrap_or_else(|| "USD".into());
+    if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
+        return Err(ctx.err(
+            Some("currency"),
+            "must be a three-letter ISO 4217 code such as USD",
+        ));
+    }
+    let attributes = match obj.get("attributes") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => {
+            if let Some((k, _)) = m
+                .iter()
+                .find(|(_, v)| v.is_object() || v.is_array() || v.is_null())
+            {
+                return Err(ctx.err(
+                    Some("attributes"),
+                    format!("value of `{k}` must be a string, number or boolean"),
+                ));
+            }
+            m.clone()
+        }
+        Some(_) => return Err(ctx.err(Some("attributes"), "must be an object")),
+    };
+    let aliases = match obj.get("aliases") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))?,
+        Some(_) => return Err(ctx.err(Some("aliases"), "must be an array of strings")),
+    };
+    Ok(Product {
+        sku: req_str(obj, "sku", 64, ctx)?,
+        model: req_str(obj, "model", 128, ctx)?,
+        brand: req_str(obj, "brand", 128, ctx)?,
+        title: req_str(obj, "title", 512, ctx)?,
+        domain: req_str(obj, "domain", 64, ctx)?,
+        category_key: req_str(obj, "category_key", 64, ctx)?,
+        description: opt_str(obj, "description", ctx)?.unwrap_or_default(),
+        price_cents,
+        currency,
+        rating: opt_rating(obj, ctx)?,
+        review_count: opt_int(obj, "review_count", 0, i64::from(i32::MAX), ctx)?.unwrap_or(0)
+            as i32,
+        availability,
+        attributes,
+        aliases,
+        source_uri: opt_str(obj, "source_uri", ctx)?
+            .unwrap_or_else(|| format!("import://products/{product_id}")),
+        updated_at: opt_time(obj, ctx)?,
+        revision: opt_int(obj, "revision", 1, i64::from(i32::MAX), ctx)?.unwrap_or(1) as i32,
+        product_id,
+    })
+}
+
+fn evidence_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Evidence, ImportError> {
+    check_fields(obj, EVIDENCE_FIELDS, ctx)?;
+    let evidence_id = req_str(obj, "evidence_id", 96, ctx)?;
+    check_id(&evidence_id, "evidence_id", 96, ctx)?;
+    let kind = req_str(obj, "kind", 32, ctx)?;
+    if kind != "specification" && kind != "review" {
+        return Err(ctx.err(Some("kind"), "must be `specification` or `review`"));
+    }
+    Ok(Evidence {
+        evidence_id,
+        product_id: req_str(obj, "product_id", 64, ctx)?,
+        kind,
+        source_uri: req_str(obj, "source_uri", 2048, ctx)?,
+        source_revision: opt_int(obj, "source_revision", 1, i64::from(i32::MAX), ctx)?.unwrap_or(1)
+            as i32,
+        title: req_str(obj, "title", 512, ctx)?,
+        body: req_str(obj, "body", 100_000, ctx)?,
+        rating: opt_rating(obj, ctx)?,
+        updated_at: opt_time(obj, ctx)?,
+    })
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn read_jsonl<T>(
+    path: &Path,
+    parse: impl Fn(&Map<String, Value>, &RowCtx) -> Result<T, ImportError>,
+) -> Result<Vec<(u64, T)>, ImportError> {
+    let file = file_name(path);
+    let f = std::fs::File::open(path).map_err(|e| ImportError {
+        file: file.clone(),
+        line: None,
+        field: None,
+        message: format!("cannot open: {e}"),
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+        let ctx = RowCtx {
+            file: &file,
+            line: i as u64 + 1,
+        };
+        let line = line.map_err(|e| ctx.err(None, format!("cannot read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&line)
+            .map_err(|e| ctx.err(None, format!("not valid JSON: {e}")))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| ctx.err(None, "must be a JSON object"))?;
+        out.push((ctx.line, parse(obj, &ctx)?));
+    }
+    Ok(out)
+}
+
+/// Reads and validates a products file (`.csv` or JSON Lines).
+pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
+    let is_csv = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    if !is_csv {
+        return read_jsonl(path, product_from);
+    }
+    let file = file_name(path);
+    let mut reader = csv::Reader::from_path(path).map_err(|e| ImportError {
+        file: file.clone(),
+        line: None,
+        field: None,
+        message: format!("cannot open: {e}"),
+    })?;
+    let headers = reader
+        .headers()
+        .map_err(|e| ImportError {
+            file: file.clone(),
+            line: Some(1),
+            field: None,
+            message: e.to_string(),
+        })?
+        .clone();
+    let mut out = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| ImportError {
+            file: file.clone(),
+            line: e.position().map(|p| p.line()),
+            field: None,
+            message: format!("malformed CSV: {e}"),
+        })?;
+        let ctx = RowCtx {
+            file: &file,
+            line: record.position().map_or(0, |p| p.line()),
+        };
+        let mut obj = Map::new();
+        for (name, cell) in headers.iter().zip(record.iter()) {
+            if cell.is_empty() {
+                continue;
+            }
+            let value = match name {
+                "price_cents" | "review_count" | "revision" => cell
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .map_err(|_| ctx.err(Some(name), "must be a whole number"))?,
+                "rating" => cell
+                    .parse::<f64>()
+                    .map(Value::from)
+                    .map_err(|_| ctx.err(Some(name), "must be a number"))?,
+                "attributes" => serde_json::from_str(cell)
+                    .map_err(|_| ctx.err(Some(name), "must be a JSON object"))?,
+                "aliases" => Value::from(cell.split('|').map(str::trim).collect::<Vec<_>>()),
+                _ => Value::from(cell),
+            };
+            obj.insert(name.to_string(), value);
+        }
+        out.push((ctx.line, product_from(&obj, &ctx)?));
+    }
+    Ok(out)
+}
+
+/// Reads and validates an evidence file (JSON Lines).
+pub fn read_evidence(path: &Path) -> Result<Vec<(u64, Evidence)>, ImportError> {
+    read_jsonl(path, evidence_from)
+}
+
+fn duplicates<T>(
+    rows: &[(u64, T)],
+    file: &Path,
+    field: &str,
+    key: impl Fn(&T) -> &str,
+) -> Result<(), ImportError> {
+    let mut seen = HashSet::new();
+    for (line, row) in rows {
+        if !seen.insert(key(row)) {
+            return Err(ImportError {
+                file: file_name(file),
+                line: Some(*line),
+                field: Some(field.into()),
+                message: format!("duplicate value `{}` in this file", key(row)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Imports products and/or evidence in one transaction. Nothing is written
+/// unless every row is valid and every evidence unit names a known product.
+pub async fn import(
+    client: &mut Client,
+    products_path: Option<&Path>,
+    evidence_path: Option<&Path>,
+    progress: Progress<'_>,
+) -> Result<ImportReport, anyhow::Error> {
+    let products = products_path
+        .map(read_products)
+        .transpose()?
+        .unwrap_or_default();
+    let evidence = evidence_path
+        .map(read_evidence)
+        .transpose()?
+        .unwrap_or_default();
+    if let Some(p) = products_path {
+        duplicates(&products, p, "product_id", |r| &r.product_id)?;
+        duplicates(&products, p, "sku", |r| &r.sku)?;
+    }
+    if let Some(p) = evidence_path {
+        duplicates(&evidence, p, "evidence_id", |r| &r.evidence_id)?;
+    }
+
+    let tx = client.transaction().await?;
+    tx.batch_execute(&format!(
+        "CREATE TEMP TABLE stage_products ON COMMIT DROP AS SELECT {} FROM catalog.products WITH NO DATA;
+         CREATE TEMP TABLE stage_evidence ON COMMIT DROP AS SELECT {} FROM catalog.evidence WITH NO DATA;",
+        super::load::PRODUCT_COLUMNS,
+        super::load::EVIDENCE_COLUMNS
+    ))
+    .await?;
+    let n_products = products.len() as u64;
+    let n_evidence = evidence.len() as u64;
+    let product_ids: Vec<String> = products.iter().map(|(_, p)| p.product_id.clone()).collect();
+    let evidence_lines: HashMap<String, u64> = evidence
+        .iter()
+        .rev()
+        .map(|(line, e)| (e.product_id.clone(), *line))
+        .collect();
+    copy_products(
+        &tx,
+        "stage_products",
+        products.into_iter().map(|(_, p)| p),
+        progress,
+        n_products,
+    )
+    .await?;
+    copy_evidence(
+        &tx,
+        "stage_evidence",
+        evidence.into_iter().map(|(_, e)| e),
+        progress,
+        n_evidence,
+    )
+    .await?;
+
+    tx.batch_execute(
+        "INSERT INTO catalog.products AS p SELECT * FROM stage_products
+         ON CONFLICT (product_id) DO UPDATE SET
+             sku = EXCLUDED.sku, model = EXCLUDED.model, brand = EXCLUDED.brand,
+             title = EXCLUDED.title, domain = EXCLUDED.domain,
+             category_key = EXCLUDED.category_key, description = EXCLUDED.description,
+             price_cents = EXCLUDED.price_cents, currency = EXCLUDED.currency,
+             rating = EXCLUDED.rating, review_count = EXCLUDED.review_count,
+             availability = EXCLUDED.availability, attributes = EXCLUDED.attributes,
+             aliases = EXCLUDED.aliases, source_uri = EXCLUDED.source_uri,
+             updated_at = EXCLUDED.updated_at,
+             revision = greatest(EXCLUDED.revision, p.revision + 1)
+         WHERE (p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.description,
+                p.price_cents, p.currency, p.rating, p.review_count, p.availability,
+                p.attributes, p.aliases, p.source_uri)
+               IS DISTINCT FROM
+               (EXCLUDED.sku, EXCLUDED.model, EXCLUDED.brand, EXCLUDED.title, EXCLUDED.domain,
+                EXCLUDED.category_key, EXCLUDED.description, EXCLUDED.price_cents,
+                EXCLUDED.currency, EXCLUDED.rating, EXCLUDED.review_count, EXCLUDED.availability,
+                EXCLUDED.attributes, EXCLUDED.aliases, EXCLUDED.source_uri)",
+    )
+    .await?;
+
+    let orphan = tx
+        .query_opt(
+            "SELECT s.product_id FROM stage_evidence s
+             WHERE NOT EXISTS (SELECT 1 FROM catalog.products p WHERE p.product_id = s.product_id)
+             LIMIT 1",
+            &[],
+        )
+        .await?;
+    if let Some(row) = orphan {
+        let id: String = row.get(0);
+        return Err(ImportError {
+            file: evidence_path.map(file_name).unwrap_or_default(),
+            line: evidence_lines.get(&id).copied(),
+            field: Some("product_id".into()),
+            message: format!(
+                "names product `{id}`, which is neither in the catalog nor in this import"
+            ),
+        }
+        .into());
+    }
+    tx.batch_execute(
+        "INSERT INTO catalog.evidence AS e (evidence_id, product_id, kind, source_uri, source_revision,
+                                            title, body, rating, updated_at)
+         SELECT * FROM stage_evidence
+         ON CONFLICT (evidence_id) DO UPDATE SET
+             product_id = EXCLUDED.product_id, kind = EXCLUDED.kind,
+             source_uri = EXCLUDED.source_uri, source_revision = EXCLUDED.source_revision,
+             title = EXCLUDED.title, body = EXCLUDED.body, rating = EXCLUDED.rating,
+             updated_at = EXCLUDED.updated_at",
+    )
+    .await?;
+    let projection_rows = refresh_projection(&tx, Some(&product_ids)).await?;
+    tx.commit().await?;
+    Ok(ImportReport {
+        products: n_products,
+        evidence: n_evidence,
+        projection_rows,
+    })
+}

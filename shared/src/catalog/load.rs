@@ -1,0 +1,220 @@
+//! Writing catalog records into PostgreSQL with binary `COPY`.
+//!
+//! A load is one transaction: the catalog tables, then the search projection
+//! rebuilt from them. Either all of it becomes visible or none of it.
+
+use super::generator::Generator;
+use super::{Evidence, Product};
+use futures_util::pin_mut;
+use std::time::Instant;
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Transaction};
+
+/// Normalises an identifier the way the exact-identifier strategy compares
+/// them: lower case, letters and digits only. Mirrors `search.identifier_key`.
+pub fn identifier_key(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Progress callback: `(stage, done, total)`.
+pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
+
+pub(crate) const PRODUCT_COLUMNS: &str =
+    "product_id, sku, model, brand, title, domain, category_key, description, \
+     price_cents, currency, rating, review_count, availability, attributes, aliases, source_uri, \
+     updated_at, revision";
+const PRODUCT_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::FLOAT4,
+    Type::INT4,
+    Type::TEXT,
+    Type::JSONB,
+    Type::TEXT_ARRAY,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::INT4,
+];
+pub(crate) const EVIDENCE_COLUMNS: &str =
+    "evidence_id, product_id, kind, source_uri, source_revision, title, body, rating, updated_at";
+const EVIDENCE_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT4,
+    Type::TEXT,
+    Type::TEXT,
+    Type::FLOAT4,
+    Type::TIMESTAMPTZ,
+];
+
+/// Streams products into `table` (which has the catalog's product columns).
+pub(crate) async fn copy_products<I>(
+    tx: &Transaction<'_>,
+    table: &str,
+    rows: I,
+    progress: Progress<'_>,
+    total: u64,
+) -> Result<u64, tokio_postgres::Error>
+where
+    I: Iterator<Item = Product>,
+{
+    let sink = tx
+        .copy_in(&format!(
+            "COPY {table} ({PRODUCT_COLUMNS}) FROM STDIN (FORMAT binary)"
+        ))
+        .await?;
+    let writer = BinaryCopyInWriter::new(sink, PRODUCT_TYPES);
+    pin_mut!(writer);
+    let mut n = 0u64;
+    for p in rows {
+        let attributes = serde_json::Value::Object(p.attributes);
+        let row: [&(dyn ToSql + Sync); 18] = [
+            &p.product_id,
+            &p.sku,
+            &p.model,
+            &p.brand,
+            &p.title,
+            &p.domain,
+            &p.category_key,
+            &p.description,
+            &p.price_cents,
+            &p.currency,
+            &p.rating,
+            &p.review_count,
+            &p.availability,
+            &attributes,
+            &p.aliases,
+            &p.source_uri,
+            &p.updated_at,
+            &p.revision,
+        ];
+        writer.as_mut().write(&row).await?;
+        n += 1;
+        if n.is_multiple_of(10_000) {
+            progress("products", n, total);
+        }
+    }
+    writer.finish().await?;
+    progress("products", n, total);
+    Ok(n)
+}
+
+/// Streams evidence units into `table` (which has the catalog's evidence columns).
+pub(crate) async fn copy_evidence<I>(
+    tx: &Transaction<'_>,
+    table: &str,
+    rows: I,
+    progress: Progress<'_>,
+    total: u64,
+) -> Result<u64, tokio_postgres::Error>
+where
+    I: Iterator<Item = Evidence>,
+{
+    let sink = tx
+        .copy_in(&format!(
+            "COPY {table} ({EVIDENCE_COLUMNS}) FROM STDIN (FORMAT binary)"
+        ))
+        .await?;
+    let writer = BinaryCopyInWriter::new(sink, EVIDENCE_TYPES);
+    pin_mut!(writer);
+    let mut n = 0u64;
+    for e in rows {
+        let row: [&(dyn ToSql + Sync); 9] = [
+            &e.evidence_id,
+            &e.product_id,
+            &e.kind,
+            &e.source_uri,
+            &e.source_revision,
+            &e.title,
+            &e.body,
+            &e.rating,
+            &e.updated_at,
+        ];
+        writer.as_mut().write(&row).await?;
+        n += 1;
+        if n.is_multiple_of(30_000) {
+            progress("evidence", n, total);
+        }
+    }
+    writer.finish().await?;
+    progress("evidence", n, total);
+    Ok(n)
+}
+
+/// What a load did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LoadReport {
+    pub products: u64,
+    pub evidence: u64,
+    pub projection_rows: u64,
+    pub seconds: f64,
+}
+
+/// Replaces the catalog with the generated sample catalog, in one transaction.
+pub async fn load_sample(
+    client: &mut Client,
+    generator: Generator,
+    progress: Progress<'_>,
+) -> Result<LoadReport, tokio_postgres::Error> {
+    let started = Instant::now();
+    let tx = client.transaction().await?;
+    tx.batch_execute("SET LOCAL synchronous_commit = off; TRUNCATE catalog.products CASCADE")
+        .await?;
+    let n = generator.products;
+    let products = copy_products(
+        &tx,
+        "catalog.products",
+        (0..n).map(|i| generator.product(i).0),
+        progress,
+        n,
+    )
+    .await?;
+    let evidence = copy_evidence(
+        &tx,
+        "catalog.evidence",
+        (0..n).flat_map(|i| generator.evidence(i)),
+        progress,
+        n * 3,
+    )
+    .await?;
+    progress("projection", 0, n);
+    let projection_rows = refresh_projection(&tx, None).await?;
+    progress("projection", projection_rows, n);
+    tx.batch_execute(
+        "ANALYZE catalog.products; ANALYZE catalog.evidence; ANALYZE search.product_projection",
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(LoadReport {
+        products,
+        evidence,
+        projection_rows,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Rebuilds the projection rows of the given products (all when `None`).
+pub async fn refresh_projection(
+    tx: &Transaction<'_>,
+    only: Option<&[String]>,
+) -> Result<u64, tokio_postgres::Error> {
+    let ids: Option<Vec<String>> = only.map(<[String]>::to_vec);
+    let row = tx
+        .query_one("SELECT search.refresh_projection($1::text[])", &[&ids])
+        .await?;
+    Ok(row.get::<_, i64>(0) as u64)
+}

@@ -1,0 +1,82 @@
+//! The per-process context every operation runs in: database pool, models
+//! and the retrieval profile. Built once per process (once per Lambda
+//! container) and shared by every request.
+
+use crate::embed::Embedder;
+use crate::profile::RetrievalProfile;
+use crate::rerank::Reranker;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// Who is calling. Receipts are bound to it; scoped calls from another
+/// principal are refused like any other scope miss.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(pub String);
+
+impl Principal {
+    pub const ANONYMOUS: &'static str = "anonymous";
+
+    pub fn anonymous() -> Self {
+        Principal(Self::ANONYMOUS.to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Clone)]
+pub struct Ctx {
+    pub pool: Pool,
+    pub embedder: Option<Arc<dyn Embedder>>,
+    pub reranker: Option<Arc<dyn Reranker>>,
+    pub profile: RetrievalProfile,
+}
+
+impl Ctx {
+    /// A context on a plain-TCP database (local development and tests).
+    /// `max_connections` bounds the pool; one suffices for a Lambda.
+    pub fn plain(
+        database_url: &str,
+        max_connections: usize,
+        profile: RetrievalProfile,
+    ) -> Result<Self, String> {
+        let mut cfg = tokio_postgres::Config::from_str(database_url)
+            .map_err(|e| format!("invalid database URL: {e}"))?;
+        if cfg.get_connect_timeout().is_none() {
+            cfg.connect_timeout(std::time::Duration::from_secs(5));
+        }
+        cfg.options("-c statement_timeout=10000");
+        let mgr = Manager::from_config(
+            cfg,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(max_connections.max(1))
+            .wait_timeout(Some(std::time::Duration::from_secs(10)))
+            .create_timeout(Some(std::time::Duration::from_secs(5)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| format!("database pool: {e}"))?;
+        Ok(Ctx {
+            pool,
+            embedder: None,
+            reranker: None,
+            profile,
+        })
+    }
+
+    pub fn with_embedder(mut self, e: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(e);
+        self
+    }
+
+    pub fn with_reranker(mut self, r: Arc<dyn Reranker>) -> Self {
+        self.reranker = Some(r);
+        self
+    }
+}

@@ -1,0 +1,92 @@
+//! `mosaic embed`: keeps projection embeddings in step with their text.
+//!
+//! A row needs (re-)embedding when it has no vector, when its embedding text
+//! changed since it was embedded (the stored text hashes differ), or when it
+//! was embedded by another model. The job walks those rows in product-id
+//! order with keyset pagination, so it can be stopped and resumed at any
+//! point and a second run finds nothing to do.
+
+use crate::embed::{EmbedKind, Embedder};
+use pgvector::Vector;
+use std::time::Instant;
+use tokio_postgres::Client;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EmbedReport {
+    pub model: String,
+    pub pending: i64,
+    pub embedded: u64,
+    pub seconds: f64,
+}
+
+const PENDING: &str = "embedding IS NULL OR embedding_model IS DISTINCT FROM $1
+                       OR embedded_text_hash IS DISTINCT FROM embedding_text_hash";
+
+/// Embeds every projection row that needs it, `batch` rows at a time.
+pub async fn embed_pending(
+    client: &Client,
+    embedder: &dyn Embedder,
+    batch: usize,
+    progress: &mut dyn FnMut(u64, i64, f64),
+) -> anyhow::Result<EmbedReport> {
+    if let Some(dim) = crate::db::embedding_dimension(client).await? {
+        anyhow::ensure!(
+            dim == embedder.dimension(),
+            "the embedding column holds {dim}-dimensional vectors but model {} produces {}; \
+             migrate a database with --embedding-dim {}",
+            embedder.model_id(),
+            embedder.dimension(),
+            embedder.dimension()
+        );
+    }
+    let started = Instant::now();
+    let model = embedder.model_id().to_string();
+    let pending: i64 = client
+        .query_one(
+            &format!("SELECT count(*) FROM search.product_projection WHERE {PENDING}"),
+            &[&model],
+        )
+        .await?
+        .get(0);
+    let select = client
+        .prepare(&format!(
+            "SELECT product_id, embedding_text, embedding_text_hash FROM search.product_projection
+             WHERE product_id > $2 AND ({PENDING}) ORDER BY product_id LIMIT $3"
+        ))
+        .await?;
+    let update = client
+        .prepare(
+            "UPDATE search.product_projection p
+             SET embedding = u.embedding, embedding_model = $4, embedded_text_hash = u.text_hash
+             FROM unnest($1::text[], $2::vector[], $3::text[]) AS u(product_id, embedding, text_hash)
+             WHERE p.product_id = u.product_id",
+        )
+        .await?;
+    let mut last = String::new();
+    let mut done = 0u64;
+    loop {
+        let rows = client
+            .query(&select, &[&model, &last, &(batch as i64)])
+            .await?;
+        if rows.is_empty() {
+            break;
+        }
+        let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let texts: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+        let hashes: Vec<String> = rows.iter().map(|r| r.get(2)).collect();
+        let vectors = embedder.embed(&texts, EmbedKind::Document).await?;
+        let vectors: Vec<Vector> = vectors.into_iter().map(Vector::from).collect();
+        client
+            .execute(&update, &[&ids, &vectors, &hashes, &model])
+            .await?;
+        done += ids.len() as u64;
+        last = ids.last().cloned().unwrap_or_default();
+        progress(done, pending, started.elapsed().as_secs_f64());
+    }
+    Ok(EmbedReport {
+        model,
+        pending,
+        embedded: done,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,143 @@
+//! The error type of every operation, with stable machine codes.
+//!
+//! Transports map an [`Error`] to their envelope in exactly one place
+//! ([`Error::status`] and [`Error::body`]); nothing else decides status codes.
+//! Refusals are deliberately uninformative: every scope refusal is the same
+//! [`Error::NotFound`] with the same body, so a caller cannot learn whether an
+//! event exists, belongs to someone else, or did not grant a product.
+
+use serde_json::{json, Value};
+
+/// Stable error codes, part of the public contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    InvalidJson,
+    InvalidArgument,
+    UnknownField,
+    PayloadTooLarge,
+    NotFound,
+    Unavailable,
+    Internal,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::InvalidJson => "invalid_json",
+            Code::InvalidArgument => "invalid_argument",
+            Code::UnknownField => "unknown_field",
+            Code::PayloadTooLarge => "payload_too_large",
+            Code::NotFound => "not_found",
+            Code::Unavailable => "unavailable",
+            Code::Internal => "internal",
+        }
+    }
+
+    pub fn status(self) -> u16 {
+        match self {
+            Code::InvalidJson | Code::InvalidArgument | Code::UnknownField => 400,
+            Code::PayloadTooLarge => 413,
+            Code::NotFound => 404,
+            Code::Unavailable => 503,
+            Code::Internal => 500,
+        }
+    }
+}
+
+/// The one generic refusal message.
+pub const NOT_FOUND_MESSAGE: &str = "no such retrieval scope or product";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input: a 4xx naming the field at fault. Nothing was written.
+    #[error("{message}")]
+    Invalid {
+        code: Code,
+        field: Option<String>,
+        message: String,
+    },
+    /// Every scope refusal. Carries nothing on purpose.
+    #[error("not found")]
+    NotFound,
+    /// The database or the receipt write is unavailable; nothing was served.
+    /// The detail is logged, never returned.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// A bug. The detail is logged with the request id, never returned.
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Error::Invalid {
+            code: Code::InvalidArgument,
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+
+    pub fn unknown_field(field: &str) -> Self {
+        Error::Invalid {
+            code: Code::UnknownField,
+            field: Some(field.to_string()),
+            message: format!("unknown field `{field}`"),
+        }
+    }
+
+    pub fn invalid_json(message: impl Into<String>) -> Self {
+        Error::Invalid {
+            code: Code::InvalidJson,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Error::Invalid {
+            code: Code::PayloadTooLarge,
+            field: None,
+            message: format!("request body is larger than {limit} bytes"),
+        }
+    }
+
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Invalid { code, .. } => *code,
+            Error::NotFound => Code::NotFound,
+            Error::Unavailable(_) => Code::Unavailable,
+            Error::Internal(_) => Code::Internal,
+        }
+    }
+
+    pub fn status(&self) -> u16 {
+        self.code().status()
+    }
+
+    /// The response envelope: `{"error": {"code", "message", "field"?}}`.
+    pub fn body(&self) -> Value {
+        let message = match self {
+            Error::Invalid { message, .. } => message.as_str(),
+            Error::NotFound => NOT_FOUND_MESSAGE,
+            Error::Unavailable(_) => "the service is temporarily unavailable; retry later",
+            Error::Internal(_) => "internal error",
+        };
+        let mut error = json!({ "code": self.code().as_str(), "message": message });
+        if let Error::Invalid { field: Some(f), .. } = self {
+            error["field"] = Value::from(f.as_str());
+        }
+        json!({ "error": error })
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Error::Unavailable(format!("database: {e}"))
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for Error {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        Error::Unavailable(format!("database pool: {e}"))
+    }
+}

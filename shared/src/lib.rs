@@ -1,0 +1,19 @@
+//! Mosaic Hybrid Retrieval: the whole capability, without transport code.
+//!
+//! Transport adapters (the Lambda functions, the local HTTP server and the
+//! `mosaic` CLI) only map arguments and envelopes onto the plain async
+//! functions exported here, chiefly [`search::search`].
+
+pub mod catalog;
+pub mod context;
+pub mod db;
+pub mod embed;
+pub mod embed_job;
+pub mod error;
+pub mod profile;
+pub mod rerank;
+pub mod search;
+
+pub use context::{Ctx, Principal};
+pub use error::Error;
+pub use profile::RetrievalProfile;

@@ -1,0 +1,175 @@
+//! `RetrievalProfile`: every retrieval number in one place.
+//!
+//! Defaults are documented beside each field; every field can be overridden
+//! from the environment (`MOSAIC_<FIELD>` in upper case, e.g.
+//! `MOSAIC_POOL_SIZE=40`). The profile is validated at start-up and a
+//! snapshot of it is stored in every receipt, so an explanation always shows
+//! the numbers that produced it. No other module holds a retrieval constant.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalProfile {
+    /// Candidates the lexical (full-text) arm returns at most.
+    pub lexical_limit: i64,
+    /// Matches the lexical arm scores at most before ranking; past it the
+    /// arm reports `budget_cut`. `ts_rank_cd` costs grow with matches, not
+    /// with the LIMIT, so this bounds the arm's worst case.
+    pub lexical_scan_budget: i64,
+    /// Candidates the trigram arm returns at most.
+    pub trigram_limit: i64,
+    /// Minimum pg_trgm word similarity for a trigram candidate.
+    pub trigram_floor: f64,
+    /// Candidates the semantic arm returns at most.
+    pub semantic_limit: i64,
+    /// Eligible rows at or below which the semantic arm scans the eligible
+    /// set exactly instead of using HNSW (exact recall for selective filters).
+    pub semantic_exact_threshold: i64,
+    /// `hnsw.ef_search` for the HNSW route.
+    pub hnsw_ef_search: i64,
+    /// `hnsw.max_scan_tuples` for iterative scans on the HNSW route.
+    pub hnsw_max_scan_tuples: i64,
+    /// Reciprocal rank fusion constant k.
+    pub rrf_k: f64,
+    /// Fused candidates kept in the pool (and receipt).
+    pub pool_size: usize,
+    /// Pool members sent to the reranker.
+    pub rerank_candidates: usize,
+    /// Reranker deadline; after it the fused order is kept.
+    pub rerank_deadline_ms: u64,
+    /// Query embedding deadline; after it the semantic arm is skipped.
+    pub embed_deadline_ms: u64,
+    /// Longest accepted query, in characters.
+    pub max_query_chars: usize,
+    /// Default number of results.
+    pub default_limit: i64,
+}
+
+impl Default for RetrievalProfile {
+    fn default() -> Self {
+        Self {
+            lexical_limit: 120,
+            lexical_scan_budget: 2_000,
+            trigram_limit: 80,
+            trigram_floor: 0.45,
+            semantic_limit: 150,
+            semantic_exact_threshold: 1_000,
+            hnsw_ef_search: 200,
+            hnsw_max_scan_tuples: 20_000,
+            rrf_k: 60.0,
+            pool_size: 50,
+            rerank_candidates: 50,
+            rerank_deadline_ms: 1_500,
+            embed_deadline_ms: 2_000,
+            max_query_chars: 1_000,
+            default_limit: 10,
+        }
+    }
+}
+
+impl RetrievalProfile {
+    /// Defaults with `MOSAIC_*` environment overrides applied and validated.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// As [`from_env`](Self::from_env) with an explicit variable lookup.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut value = serde_json::to_value(Self::default()).map_err(|e| e.to_string())?;
+        let obj = value
+            .as_object_mut()
+            .expect("the profile serialises to an object");
+        for (key, slot) in obj.iter_mut() {
+            let var = format!("MOSAIC_{}", key.to_uppercase());
+            if let Some(raw) = get(&var) {
+                let parsed: serde_json::Value = serde_json::from_str(raw.trim())
+                    .map_err(|_| format!("{var}={raw:?} is not a number"))?;
+                if !parsed.is_number() {
+                    return Err(format!("{var}={raw:?} is not a number"));
+                }
+                *slot = parsed;
+            }
+        }
+        let profile: Self =
+            serde_json::from_value(value).map_err(|e| format!("retrieval profile: {e}"))?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        let checks: [(bool, &str); 12] = [
+            (
+                (1..=1000).contains(&self.lexical_limit),
+                "lexical_limit must be 1..1000",
+            ),
+            (
+                self.lexical_scan_budget >= self.lexical_limit,
+                "lexical_scan_budget must be >= lexical_limit",
+            ),
+            (
+                (1..=1000).contains(&self.trigram_limit),
+                "trigram_limit must be 1..1000",
+            ),
+            (
+                (0.0..=1.0).contains(&self.trigram_floor),
+                "trigram_floor must be 0..1",
+            ),
+            (
+                (1..=1000).contains(&self.semantic_limit),
+                "semantic_limit must be 1..1000",
+            ),
+            (
+                self.semantic_exact_threshold >= 0,
+                "semantic_exact_threshold must be >= 0",
+            ),
+            (
+                (1..=1000).contains(&self.hnsw_ef_search),
+                "hnsw_ef_search must be 1..1000",
+            ),
+            (
+                self.hnsw_max_scan_tuples >= self.semantic_limit,
+                "hnsw_max_scan_tuples must be >= semantic_limit",
+            ),
+            (self.rrf_k > 0.0, "rrf_k must be positive"),
+            (
+                (50..=500).contains(&self.pool_size),
+                "pool_size must be 50..500 (a served window can hold 50)",
+            ),
+            (
+                self.rerank_candidates <= self.pool_size,
+                "rerank_candidates must be <= pool_size",
+            ),
+            (
+                (1..=50).contains(&self.default_limit),
+                "default_limit must be 1..50",
+            ),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, msg)) => Err(format!("invalid retrieval profile: {msg}")),
+            None => Ok(()),
+        }
+    }
+
+    /// The snapshot stored in receipts.
+    pub fn snapshot(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("the profile serialises")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_overrides_apply_and_are_validated() {
+        let p = RetrievalProfile::from_lookup(|k| (k == "MOSAIC_POOL_SIZE").then(|| "80".into()))
+            .unwrap();
+        assert_eq!(p.pool_size, 80);
+        let err = RetrievalProfile::from_lookup(|k| (k == "MOSAIC_POOL_SIZE").then(|| "10".into()))
+            .unwrap_err();
+        assert!(err.contains("pool_size"));
+        let err = RetrievalProfile::from_lookup(|k| (k == "MOSAIC_RRF_K").then(|| "sixty".into()))
+            .unwrap_err();
+        assert!(err.contains("MOSAIC_RRF_K"));
+    }
+}

@@ -1,0 +1,353 @@
+//! The three candidate arms and the two non-hybrid strategies' queries.
+//!
+//! Each arm is one SQL file in `sql/` with the shared eligibility predicate
+//! inside its WHERE clause, so no filter is ever simulated by discarding rows
+//! after a LIMIT. Each arm reports how complete its answer is:
+//!
+//! * `full`: it returned its limit;
+//! * `exhausted`: fewer eligible matches exist than its limit;
+//! * `budget_cut`: a scan budget stopped it before it could know.
+
+use super::request::Filters;
+use crate::profile::RetrievalProfile;
+use pgvector::Vector;
+use serde::Serialize;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::GenericClient;
+
+pub const ELIGIBILITY_SQL: &str = include_str!("sql/eligibility.sql");
+pub const LEXICAL_SQL: &str = include_str!("sql/lexical.sql");
+pub const TRIGRAM_SQL: &str = include_str!("sql/trigram.sql");
+pub const ELIGIBLE_COUNT_SQL: &str = include_str!("sql/eligible_count.sql");
+pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
+pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
+pub const EXACT_IDENTIFIER_SQL: &str = include_str!("sql/exact_identifier.sql");
+pub const METADATA_ONLY_SQL: &str = include_str!("sql/metadata_only.sql");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Full,
+    Exhausted,
+    BudgetCut,
+    /// The arm did not run (no query text, or no query vector).
+    Skipped,
+}
+
+/// One arm's ranked candidates (rank = index + 1) and its account of itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmResult {
+    #[serde(skip)]
+    pub candidates: Vec<(String, f64)>,
+    pub returned: usize,
+    pub limit: i64,
+    pub verdict: Verdict,
+    /// Arm-specific detail: lexical mode, semantic route, eligible count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eligible_estimate: Option<i64>,
+    pub ms: f64,
+}
+
+impl ArmResult {
+    pub fn skipped(limit: i64, why: &str) -> Self {
+        ArmResult {
+            candidates: Vec::new(),
+            returned: 0,
+            limit,
+            verdict: Verdict::Skipped,
+            mode: Some(why.to_string()),
+            eligible_estimate: None,
+            ms: 0.0,
+        }
+    }
+
+    fn new(
+        candidates: Vec<(String, f64)>,
+        limit: i64,
+        verdict: Verdict,
+        mode: Option<String>,
+        ms: f64,
+    ) -> Self {
+        ArmResult {
+            returned: candidates.len(),
+            candidates,
+            limit,
+            verdict,
+            mode,
+            eligible_estimate: None,
+            ms,
+        }
+    }
+}
+
+/// Bound parameters $1..$9 of the eligibility predicate.
+pub struct Eligibility {
+    domain: Option<String>,
+    category_key: Option<String>,
+    brand: Option<String>,
+    availability: Option<Vec<String>>,
+    in_stock_only: bool,
+    min_price: Option<i64>,
+    max_price: Option<i64>,
+    min_rating: Option<f32>,
+    attributes: Option<serde_json::Value>,
+}
+
+impl Eligibility {
+    pub fn new(f: &Filters) -> Self {
+        Eligibility {
+            domain: f.domain.clone(),
+            category_key: f.category_key.clone(),
+            brand: f.brand.clone(),
+            availability: f.availability.clone(),
+            in_stock_only: f.in_stock_only,
+            min_price: f.min_price_cents,
+            max_price: f.max_price_cents,
+            min_rating: f.min_rating,
+            attributes: f.attributes.clone().map(serde_json::Value::Object),
+        }
+    }
+
+    /// `$1..$9` followed by the arm's own parameters.
+    pub fn params<'a>(&'a self, extra: &[&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
+        let mut p: Vec<&(dyn ToSql + Sync)> = vec![
+            &self.domain,
+            &self.category_key,
+            &self.brand,
+            &self.availability,
+            &self.in_stock_only,
+            &self.min_price,
+            &self.max_price,
+            &self.min_rating,
+            &self.attributes,
+        ];
+        p.extend_from_slice(extra);
+        p
+    }
+}
+
+fn ms_since(t: std::time::Instant) -> f64 {
+    (t.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0
+}
+
+fn verdict(returned: usize, limit: i64) -> Verdict {
+    if returned as i64 >= limit {
+        Verdict::Full
+    } else {
+        Verdict::Exhausted
+    }
+}
+
+/// The query split for the lexical back-off: substantive positive terms and
+/// negated terms (`-word`), which stay excluded in every step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LexicalTerms {
+    pub positive: Vec<String>,
+    pub negated: Vec<String>,
+}
+
+pub fn lexical_terms(query: &str) -> LexicalTerms {
+    let mut positive = Vec::new();
+    let mut negated = Vec::new();
+    for raw in query.split_whitespace() {
+        let (neg, word) = match raw.strip_prefix('-') {
+            Some(w) if !w.is_empty() => (true, w),
+            _ => (false, raw),
+        };
+        let cleaned: String = word
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '.')
+            .collect();
+        let cleaned = cleaned.trim_matches(|c| c == '-' || c == '.').to_string();
+        if cleaned.is_empty() || (!neg && cleaned.eq_ignore_ascii_case("or")) {
+            continue;
+        }
+        if neg {
+            negated.push(format!("-{cleaned}"));
+        } else {
+            positive.push(cleaned);
+        }
+    }
+    LexicalTerms { positive, negated }
+}
+
+/// Lexical arm: the strict websearch query, then (only when it matches
+/// nothing) one back-off step that accepts any substantive term.
+pub async fn lexical<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    query: &str,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    let t = std::time::Instant::now();
+    let terms = lexical_terms(query);
+    let negated: Option<String> = (!terms.negated.is_empty()).then(|| terms.negated.join(" "));
+    let budget = profile.lexical_scan_budget;
+    let limit = profile.lexical_limit;
+    let run = |text: String, negated: Option<String>| async move {
+        let rows = db
+            .query(
+                LEXICAL_SQL,
+                &elig.params(&[&text, &negated, &budget, &limit]),
+            )
+            .await?;
+        let matched: i64 = rows.first().map_or(0, |r| r.get(2));
+        let cands: Vec<(String, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok::<_, tokio_postgres::Error>((cands, matched))
+    };
+    // Strict: the query as written (websearch syntax: quotes, -negation, or).
+    let (mut cands, mut matched) = run(query.to_string(), None).await?;
+    let mut mode = "strict";
+    if cands.is_empty() && terms.positive.len() > 1 {
+        // Back-off: any one substantive term, negations still applied.
+        let any = terms.positive.join(" or ");
+        (cands, matched) = run(any, negated).await?;
+        mode = "backoff_any_term";
+    }
+    // At the budget, only the first `budget` matches were ranked: the
+    // answer may be full, but it is not known to be the best `limit`.
+    let v = if matched >= budget {
+        Verdict::BudgetCut
+    } else {
+        verdict(cands.len(), limit)
+    };
+    Ok(ArmResult::new(
+        cands,
+        limit,
+        v,
+        Some(mode.into()),
+        ms_since(t),
+    ))
+}
+
+/// Trigram arm. Expects `pg_trgm.word_similarity_threshold` set by the caller.
+pub async fn trigram<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    query: &str,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    let t = std::time::Instant::now();
+    let q = query.to_lowercase();
+    let limit = profile.trigram_limit;
+    let rows = db.query(TRIGRAM_SQL, &elig.params(&[&q, &limit])).await?;
+    let cands: Vec<(String, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let v = verdict(cands.len(), limit);
+    Ok(ArmResult::new(cands, limit, v, None, ms_since(t)))
+}
+
+/// Semantic arm with selectivity routing. Expects the HNSW settings applied
+/// with SET LOCAL by the caller (they only matter on the HNSW route).
+pub async fn semantic<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    vector: &Vector,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    let t = std::time::Instant::now();
+    let limit = profile.semantic_limit;
+    let probe = profile.semantic_exact_threshold + 1;
+    let eligible: i64 = db
+        .query_one(ELIGIBLE_COUNT_SQL, &elig.params(&[&probe]))
+        .await?
+        .get(0);
+    let to_cands = |rows: Vec<tokio_postgres::Row>| -> Vec<(String, f64)> {
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    let exact = || async {
+        db.query(SEMANTIC_EXACT_SQL, &elig.params(&[vector, &limit]))
+            .await
+            .map(to_cands)
+    };
+    let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
+        let c = exact().await?;
+        let v = verdict(c.len(), limit);
+        (c, "exact", v)
+    } else {
+        let mut c = to_cands(
+            db.query(SEMANTIC_HNSW_SQL, &elig.params(&[vector, &limit]))
+                .await?,
+        );
+        // relaxed_order: re-sort the materialised top-k by score.
+        c.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        if (c.len() as i64) < limit {
+            // The iterative scan hit max_scan_tuples before filling the
+            // limit although more than `threshold` rows are eligible:
+            // complete the arm with an exact scan rather than underfill.
+            let c = exact().await?;
+            let v = verdict(c.len(), limit);
+            (c, "hnsw_underfilled_then_exact", v)
+        } else {
+            (c, "hnsw", Verdict::Full)
+        }
+    };
+    let mut arm = ArmResult::new(cands, limit, v, Some(route.into()), ms_since(t));
+    arm.eligible_estimate = Some(eligible);
+    Ok(arm)
+}
+
+/// Eligible products whose SKU or model equals the query (normalised).
+pub async fn exact_identifier<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    query: &str,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let key = crate::catalog::load::identifier_key(query);
+    if key.len() < 3 {
+        return Ok(Vec::new());
+    }
+    let rows = db
+        .query(EXACT_IDENTIFIER_SQL, &elig.params(&[&key]))
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Eligible products in deterministic order, for filter-only requests.
+pub async fn metadata_only<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    pool: i64,
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let rows = db.query(METADATA_ONLY_SQL, &elig.params(&[&pool])).await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_arm_carries_the_whole_eligibility_predicate() {
+        let start = ELIGIBILITY_SQL
+            .find("      -- eligibility")
+            .expect("marker");
+        let block = ELIGIBILITY_SQL[start..].trim_end().trim_end_matches(';');
+        for (name, sql) in [
+            ("lexical", LEXICAL_SQL),
+            ("trigram", TRIGRAM_SQL),
+            ("eligible_count", ELIGIBLE_COUNT_SQL),
+            ("semantic_exact", SEMANTIC_EXACT_SQL),
+            ("semantic_hnsw", SEMANTIC_HNSW_SQL),
+            ("exact_identifier", EXACT_IDENTIFIER_SQL),
+            ("metadata_only", METADATA_ONLY_SQL),
+        ] {
+            let at = sql
+                .find(block)
+                .unwrap_or_else(|| panic!("{name} lacks the eligibility predicate"));
+            let limit = sql.rfind("LIMIT").expect("every arm has a LIMIT");
+            assert!(at < limit, "{name}: eligibility must come before the LIMIT");
+        }
+    }
+
+    #[test]
+    fn negated_terms_are_kept_apart() {
+        let t = lexical_terms("wireless headphones -earbuds \"noise cancelling\" or cheap");
+        assert_eq!(
+            t.positive,
+            vec!["wireless", "headphones", "noise", "cancelling", "cheap"]
+        );
+        assert_eq!(t.negated, vec!["-earbuds"]);
+    }
+}

@@ -1,0 +1,98 @@
+//! Writing a search receipt: the event and every pool member, in one
+//! transaction. The runtime role may only INSERT here, so a receipt, once
+//! written, is never rewritten.
+
+use super::{EventRecord, Member};
+use serde_json::Value;
+use tokio_postgres::Client;
+
+pub(crate) async fn write(
+    client: &mut Client,
+    ev: &EventRecord<'_>,
+    members: &[Member],
+) -> Result<(), tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    let filters = serde_json::to_value(&ev.req.filters).unwrap_or(Value::Null);
+    let timings = serde_json::to_value(ev.timings).unwrap_or(Value::Null);
+    let warnings = serde_json::to_value(ev.warnings).unwrap_or(Value::Null);
+    let pool_size = members.len() as i32;
+    let limit = ev.req.limit as i32;
+    let authorized = ev.req.authorized_limit as i32;
+    tx.execute(
+        "INSERT INTO receipts.search_events (
+             search_event_id, principal, session_id, query_text, normalized_query, applied_filters,
+             strategy, semantic_route, eligible_estimate, pool_size, result_limit, authorized_limit,
+             served_count, rerank_status, models, arms, timings_ms, warnings, profile)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+        &[
+            &ev.id,
+            &ev.principal.as_str(),
+            &ev.req.session_id,
+            &ev.req.query,
+            &ev.req.normalized_query,
+            &filters,
+            &ev.strategy.as_str(),
+            &ev.semantic_route,
+            &ev.eligible_estimate,
+            &pool_size,
+            &limit,
+            &authorized,
+            &ev.served_count,
+            &ev.rerank_status,
+            ev.models,
+            &ev.arms,
+            &timings,
+            &warnings,
+            &ev.profile,
+        ],
+    )
+    .await?;
+    let col =
+        |f: &dyn Fn(&Member) -> Option<f64>| members.iter().map(f).collect::<Vec<Option<f64>>>();
+    let rank = |arm: usize| {
+        members
+            .iter()
+            .map(|m| m.signals[arm].map(|s| s.rank))
+            .collect::<Vec<Option<i32>>>()
+    };
+    let ids: Vec<&str> = members.iter().map(|m| m.product_id.as_str()).collect();
+    let pre: Vec<i32> = members.iter().map(|m| m.pre_rerank_rank).collect();
+    let final_rank: Vec<i32> = members.iter().map(|m| m.final_rank).collect();
+    let served: Vec<Option<i32>> = members.iter().map(|m| m.served_rank).collect();
+    let granted: Vec<bool> = members.iter().map(|m| m.granted).collect();
+    let exact: Vec<bool> = members.iter().map(|m| m.exact_match).collect();
+    let reason: Vec<&str> = members.iter().map(|m| m.match_reason.as_str()).collect();
+    let uri: Vec<&str> = members.iter().map(|m| m.source_uri.as_str()).collect();
+    let rev: Vec<i32> = members.iter().map(|m| m.source_revision).collect();
+    tx.execute(
+        "INSERT INTO receipts.search_candidates (
+             search_event_id, product_id, pre_rerank_rank, lexical_rank, lexical_score, trigram_rank,
+             trigram_score, semantic_rank, semantic_score, rrf_score, rerank_score, final_rank,
+             served_rank, granted, exact_match, match_reason, source_uri, source_revision)
+         SELECT $1, * FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[], $6::int[], $7::float8[],
+                                  $8::int[], $9::float8[], $10::float8[], $11::float8[], $12::int[],
+                                  $13::int[], $14::bool[], $15::bool[], $16::text[], $17::text[], $18::int[])",
+        &[
+            &ev.id,
+            &ids,
+            &pre,
+            &rank(0),
+            &col(&|m| m.signals[0].map(|s| s.score)),
+            &rank(1),
+            &col(&|m| m.signals[1].map(|s| s.score)),
+            &rank(2),
+            &col(&|m| m.signals[2].map(|s| s.score)),
+            &col(&|m| m.rrf_score),
+            &col(&|m| m.rerank_score),
+            &final_rank,
+            &served,
+            &granted,
+            &exact,
+            &reason,
+            &uri,
+            &rev,
+        ],
+    )
+    .await?;
+    tx.commit().await
+}

@@ -1,0 +1,348 @@
+//! Validation and normalisation of `search_products` arguments.
+//!
+//! Requests arrive as JSON objects in two shapes that differ only in where
+//! the filters sit: nested under `filters` (HTTP) or flat beside the query
+//! (AgentCore tools, the skill). Both are checked field by field so that
+//! every bad input is a 400 that names the field, before anything runs.
+
+use crate::error::Error;
+use crate::profile::RetrievalProfile;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Filter fields, in contract order.
+pub const FILTER_FIELDS: &[&str] = &[
+    "domain",
+    "category_key",
+    "brand",
+    "availability",
+    "in_stock_only",
+    "min_price_cents",
+    "max_price_cents",
+    "min_rating",
+    "attributes",
+];
+
+/// Hard eligibility constraints. `None` means "not constrained".
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Filters {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brand: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub availability: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_stock_only: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_price_cents: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_price_cents: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rating: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<Map<String, Value>>,
+}
+
+impl Filters {
+    pub fn is_empty(&self) -> bool {
+        *self == Filters::default()
+    }
+}
+
+/// A validated, normalised search request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchRequest {
+    /// The query as received (trimmed), if any.
+    pub query: Option<String>,
+    /// The text the arms match on: whitespace collapsed.
+    pub normalized_query: Option<String>,
+    pub filters: Filters,
+    pub limit: i64,
+    pub authorized_limit: i64,
+    pub include_diagnostics: bool,
+    pub rerank: bool,
+    pub session_id: Option<String>,
+}
+
+/// Where the filter fields sit in the request object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// HTTP: `{"query": ..., "filters": {...}}`.
+    Nested,
+    /// AgentCore and the skill: filter fields beside the query.
+    Flat,
+}
+
+const TOP_FIELDS: &[&str] = &[
+    "query",
+    "limit",
+    "authorized_limit",
+    "include_diagnostics",
+    "rerank",
+    "session_id",
+];
+
+fn string(v: &Value, field: &str, max: usize) -> Result<Option<String>, Error> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => {
+            let t = s.trim();
+            if t.chars().count() > max {
+                return Err(Error::invalid(
+                    field,
+                    format!("`{field}` is longer than {max} characters"),
+                ));
+            }
+            if t.chars().any(|c| c.is_control() && !c.is_whitespace()) {
+                return Err(Error::invalid(
+                    field,
+                    format!("`{field}` contains control characters"),
+                ));
+            }
+            Ok((!t.is_empty()).then(|| t.to_string()))
+        }
+        _ => Err(Error::invalid(field, format!("`{field}` must be a string"))),
+    }
+}
+
+fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Option<i64>, Error> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if (min..=max).contains(&i) => Ok(Some(i)),
+            _ => Err(Error::invalid(
+                field,
+                format!("`{field}` must be a whole number from {min} to {max}"),
+            )),
+        },
+        _ => Err(Error::invalid(field, format!("`{field}` must be a number"))),
+    }
+}
+
+fn boolean(v: &Value, field: &str) -> Result<Option<bool>, Error> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(*b)),
+        _ => Err(Error::invalid(
+            field,
+            format!("`{field}` must be true or false"),
+        )),
+    }
+}
+
+fn parse_filter(filters: &mut Filters, key: &str, v: &Value, path: &str) -> Result<(), Error> {
+    match key {
+        "domain" => filters.domain = string(v, path, 64)?,
+        "category_key" => filters.category_key = string(v, path, 64)?,
+        "brand" => filters.brand = string(v, path, 128)?,
+        "availability" => {
+            let values = match v {
+                Value::Null => None,
+                Value::String(_) => string(v, path, 32)?.map(|s| vec![s]),
+                Value::Array(items) if !items.is_empty() && items.len() <= 6 => Some(
+                    items
+                        .iter()
+                        .map(|i| {
+                            string(i, path, 32)?
+                                .ok_or_else(|| Error::invalid(path, "empty availability value"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                _ => {
+                    return Err(Error::invalid(
+                        path,
+                        format!("`{path}` must be a string or a list of 1 to 6 strings"),
+                    ))
+                }
+            };
+            if let Some(vals) = &values {
+                if let Some(bad) = vals
+                    .iter()
+                    .find(|s| !crate::catalog::AVAILABILITY.contains(&s.as_str()))
+                {
+                    return Err(Error::invalid(
+                        path,
+                        format!(
+                            "unknown availability `{bad}`; use one of {}",
+                            crate::catalog::AVAILABILITY.join(", ")
+                        ),
+                    ));
+                }
+            }
+            filters.availability = values;
+        }
+        "in_stock_only" => filters.in_stock_only = boolean(v, path)?.unwrap_or(false),
+        "min_price_cents" => filters.min_price_cents = integer(v, path, 0, 1_000_000_000_000)?,
+        "max_price_cents" => filters.max_price_cents = integer(v, path, 0, 1_000_000_000_000)?,
+        "min_rating" => {
+            filters.min_rating = match v {
+                Value::Null => None,
+                Value::Number(n) => match n.as_f64() {
+                    Some(r) if (0.0..=5.0).contains(&r) => Some(r as f32),
+                    _ => {
+                        return Err(Error::invalid(
+                            path,
+                            format!("`{path}` must be between 0 and 5"),
+                        ))
+                    }
+                },
+                _ => return Err(Error::invalid(path, format!("`{path}` must be a number"))),
+            }
+        }
+        "attributes" => {
+            filters.attributes = match v {
+                Value::Null => None,
+                Value::Object(m) if m.len() <= 16 => {
+                    for (k, val) in m {
+                        let ok_key = !k.is_empty() && k.len() <= 64;
+                        let ok_val = match val {
+                            Value::String(s) => s.chars().count() <= 256,
+                            Value::Number(_) | Value::Bool(_) => true,
+                            _ => false,
+                        };
+                        if !ok_key || !ok_val {
+                            return Err(Error::invalid(
+                                path,
+                                format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean"),
+                            ));
+                        }
+                    }
+                    (!m.is_empty()).then(|| m.clone())
+                }
+                Value::Object(_) => {
+                    return Err(Error::invalid(
+                        path,
+                        format!("`{path}` holds at most 16 attributes"),
+                    ))
+                }
+                _ => return Err(Error::invalid(path, format!("`{path}` must be an object"))),
+            }
+        }
+        _ => return Err(Error::unknown_field(path)),
+    }
+    Ok(())
+}
+
+impl SearchRequest {
+    /// Validates a request object of the given shape.
+    pub fn from_json(
+        body: &Value,
+        shape: Shape,
+        profile: &RetrievalProfile,
+    ) -> Result<Self, Error> {
+        let obj = body
+            .as_object()
+            .ok_or_else(|| Error::invalid_json("the request body must be a JSON object"))?;
+        let mut filters = Filters::default();
+        let mut top = Map::new();
+        for (key, v) in obj {
+            if TOP_FIELDS.contains(&key.as_str()) {
+                top.insert(key.clone(), v.clone());
+            } else if shape == Shape::Nested && key == "filters" {
+                match v {
+                    Value::Null => {}
+                    Value::Object(f) => {
+                        for (fk, fv) in f {
+                            parse_filter(&mut filters, fk, fv, &format!("filters.{fk}"))?;
+                        }
+                    }
+                    _ => return Err(Error::invalid("filters", "`filters` must be an object")),
+                }
+            } else if shape == Shape::Flat && FILTER_FIELDS.contains(&key.as_str()) {
+                parse_filter(&mut filters, key, v, key)?;
+            } else {
+                return Err(Error::unknown_field(key));
+            }
+        }
+        let null = Value::Null;
+        let get = |k: &str| top.get(k).unwrap_or(&null);
+
+        let query = string(get("query"), "query", profile.max_query_chars)?;
+        let normalized_query = query
+            .as_deref()
+            .map(normalize_query)
+            .filter(|q| !q.is_empty());
+        if normalized_query.is_none() && filters.is_empty() {
+            return Err(Error::invalid(
+                "query",
+                "`query` is required unless a filter is given",
+            ));
+        }
+        if let (Some(lo), Some(hi)) = (filters.min_price_cents, filters.max_price_cents) {
+            if lo > hi {
+                return Err(Error::invalid(
+                    "max_price_cents",
+                    "`max_price_cents` must not be below `min_price_cents`",
+                ));
+            }
+        }
+        let limit = integer(get("limit"), "limit", 1, 50)?.unwrap_or(profile.default_limit);
+        let authorized_limit =
+            integer(get("authorized_limit"), "authorized_limit", 0, 50)?.unwrap_or(limit);
+        if authorized_limit > limit {
+            return Err(Error::invalid(
+                "authorized_limit",
+                "`authorized_limit` must not exceed `limit`",
+            ));
+        }
+        let session_id = string(get("session_id"), "session_id", 128)?;
+        Ok(SearchRequest {
+            query,
+            normalized_query,
+            filters,
+            limit,
+            authorized_limit,
+            include_diagnostics: boolean(get("include_diagnostics"), "include_diagnostics")?
+                .unwrap_or(false),
+            rerank: boolean(get("rerank"), "rerank")?.unwrap_or(true),
+            session_id,
+        })
+    }
+}
+
+/// Collapses whitespace; case and punctuation are left to each arm.
+pub fn normalize_query(q: &str) -> String {
+    q.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<SearchRequest, Error> {
+        SearchRequest::from_json(&v, Shape::Nested, &RetrievalProfile::default())
+    }
+
+    #[test]
+    fn defaults_and_normalisation() {
+        let r = parse(json!({"query": "  noise   cancelling\theadphones "})).unwrap();
+        assert_eq!(
+            r.normalized_query.as_deref(),
+            Some("noise cancelling headphones")
+        );
+        assert_eq!((r.limit, r.authorized_limit, r.rerank), (10, 10, true));
+        let r = parse(json!({"query": "x", "limit": 5})).unwrap();
+        assert_eq!(r.authorized_limit, 5);
+    }
+
+    #[test]
+    fn flat_and_nested_shapes_agree() {
+        let nested = parse(
+            json!({"query": "kettle", "filters": {"max_price_cents": 5000, "in_stock_only": true}}),
+        )
+        .unwrap();
+        let flat = SearchRequest::from_json(
+            &json!({"query": "kettle", "max_price_cents": 5000, "in_stock_only": true}),
+            Shape::Flat,
+            &RetrievalProfile::default(),
+        )
+        .unwrap();
+        assert_eq!(nested, flat);
+        let err = parse(json!({"query": "kettle", "max_price_cents": 5000})).unwrap_err();
+        assert_eq!(err.code().as_str(), "unknown_field");
+    }
+}

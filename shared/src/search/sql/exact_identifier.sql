@@ -1,0 +1,17 @@
+-- Exact-identifier strategy: eligible products whose normalised SKU or model
+-- equals the normalised query. $10 the normalised query key.
+SELECT pp.product_id
+FROM search.product_projection pp
+WHERE pp.identifier_keys @> ARRAY[$10::text]
+      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      AND ($1::text IS NULL OR pp.domain = $1)
+      AND ($2::text IS NULL OR pp.category_key = $2)
+      AND ($3::text IS NULL OR pp.brand_key = lower($3))
+      AND ($4::text[] IS NULL OR pp.availability = ANY ($4))
+      AND (NOT $5::boolean OR pp.in_stock)
+      AND ($6::bigint IS NULL OR pp.price_cents >= $6)
+      AND ($7::bigint IS NULL OR pp.price_cents <= $7)
+      AND ($8::real IS NULL OR pp.rating >= $8)
+      AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+ORDER BY pp.product_id
+LIMIT 5;

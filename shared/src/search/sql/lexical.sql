@@ -1,0 +1,30 @@
+-- Lexical arm: PostgreSQL full-text search over the weighted tsvector.
+-- $10 the websearch query, $11 negated-terms query (NULL when none),
+-- $12 the scoring budget, $13 the arm's limit.
+-- Matches are capped at the scoring budget before ts_rank_cd runs, because
+-- ranking cost grows with the number of matches, not with the LIMIT.
+WITH q AS (
+    SELECT CASE WHEN $11::text IS NULL THEN websearch_to_tsquery('english', $10)
+                ELSE websearch_to_tsquery('english', $10) && websearch_to_tsquery('english', $11)
+           END AS tsq
+), matched AS (
+    SELECT pp.product_id, pp.document
+    FROM search.product_projection pp, q
+    WHERE pp.document @@ q.tsq
+      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      AND ($1::text IS NULL OR pp.domain = $1)
+      AND ($2::text IS NULL OR pp.category_key = $2)
+      AND ($3::text IS NULL OR pp.brand_key = lower($3))
+      AND ($4::text[] IS NULL OR pp.availability = ANY ($4))
+      AND (NOT $5::boolean OR pp.in_stock)
+      AND ($6::bigint IS NULL OR pp.price_cents >= $6)
+      AND ($7::bigint IS NULL OR pp.price_cents <= $7)
+      AND ($8::real IS NULL OR pp.rating >= $8)
+      AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+    LIMIT $12
+)
+SELECT m.product_id, ts_rank_cd(m.document, q.tsq, 32)::float8 AS score,
+       (SELECT count(*) FROM matched) AS matched
+FROM matched m, q
+ORDER BY score DESC, m.product_id
+LIMIT $13;

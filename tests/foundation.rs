@@ -1,0 +1,426 @@
+//! Foundation guarantees: migrations, roles, the sample generator, the
+//! importer and the embedding job, against the real local PostgreSQL.
+
+use mosaic::catalog::generator::Generator;
+use mosaic::catalog::{import, load};
+use mosaic::db::{self, MigrateOptions};
+use mosaic::embed::HashingEmbedder;
+use mosaic_integration_tests::TestDb;
+use std::io::Write;
+use tokio_postgres::Client;
+
+async fn schema_snapshot(c: &Client) -> Vec<String> {
+    let rows = c
+        .query(
+            "SELECT 'table ' || table_schema || '.' || table_name || '.' || column_name || ' ' || data_type
+               FROM information_schema.columns WHERE table_schema IN ('catalog','search','receipts','mosaic_meta')
+             UNION ALL
+             SELECT 'index ' || schemaname || '.' || indexname || ' ' || indexdef FROM pg_indexes
+              WHERE schemaname IN ('catalog','search','receipts','mosaic_meta')
+             UNION ALL
+             SELECT 'extension ' || extname || ' ' || extversion FROM pg_extension
+             UNION ALL
+             SELECT 'grant ' || grantee || ' ' || table_schema || '.' || table_name || ' ' || privilege_type
+               FROM information_schema.role_table_grants WHERE grantee = 'mosaic_runtime'
+             ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
+#[tokio::test]
+async fn migrations_applied_twice_leave_the_schema_unchanged() {
+    let db = TestDb::empty("migrate").await;
+    let mut c = db.owner().await;
+    let first = db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(first.applied.len(), db::MIGRATIONS.len());
+    let before = schema_snapshot(&c).await;
+    let second = db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    assert!(second.applied.is_empty());
+    assert_eq!(second.already_applied, db::MIGRATIONS.len());
+    assert_eq!(before, schema_snapshot(&c).await);
+
+    for table in [
+        "catalog.products",
+        "catalog.evidence",
+        "search.product_projection",
+        "receipts.search_events",
+        "receipts.search_candidates",
+        "mosaic_meta.migrations",
+    ] {
+        let found: Option<String> = c
+            .query_one("SELECT to_regclass($1)::text", &[&table])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(found.as_deref(), Some(table), "missing table {table}");
+    }
+    let indexes: Vec<String> = c
+        .query(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname IN ('catalog','search')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for (what, needle) in [
+        ("tsvector GIN", "product_projection USING gin (document)"),
+        ("trigram GIN", "USING gin (identity_text gin_trgm_ops)"),
+        ("HNSW cosine", "USING hnsw (embedding vector_cosine_ops)"),
+        ("attributes GIN", "USING gin (attributes jsonb_path_ops)"),
+        ("price btree", "USING btree (price_cents)"),
+        ("category btree", "USING btree (category_key)"),
+        ("evidence FTS", "evidence USING gin (document)"),
+    ] {
+        assert!(
+            indexes.iter().any(|d| d.contains(needle)),
+            "missing {what} index"
+        );
+    }
+    let vector: String = c
+        .query_one(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let parts: Vec<u32> = vector.split('.').map(|p| p.parse().unwrap()).collect();
+    assert!(
+        parts[0] > 0 || parts[1] >= 8,
+        "pgvector {vector} is older than 0.8.0"
+    );
+    let trgm = c
+        .query_opt(
+            "SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(trgm.is_some(), "pg_trgm is not installed");
+    assert_eq!(db::embedding_dimension(&c).await.unwrap(), Some(384));
+}
+
+#[tokio::test]
+async fn the_embedding_dimension_is_a_migration_parameter_and_cannot_silently_change() {
+    let db = TestDb::empty("dim").await;
+    let mut c = db.owner().await;
+    let opts = MigrateOptions {
+        embedding_dim: 1024,
+        ..Default::default()
+    };
+    db::migrate(&mut c, &opts).await.unwrap();
+    assert_eq!(db::embedding_dimension(&c).await.unwrap(), Some(1024));
+    let err = db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1024"), "{err}");
+}
+
+async fn denied(c: &Client, sql: &str) {
+    let err = c.batch_execute(sql).await.expect_err(sql);
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+        "{sql}: {err}"
+    );
+}
+
+#[tokio::test]
+async fn the_runtime_role_cannot_change_the_catalog_or_rewrite_receipts() {
+    let db = TestDb::with_sample("roles").await;
+    let rt = db.runtime().await;
+    let n: i64 = rt
+        .query_one("SELECT count(*) FROM catalog.products", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 5_000);
+    rt.query_one("SELECT count(*) FROM search.product_projection", &[])
+        .await
+        .unwrap();
+    for sql in [
+        "INSERT INTO catalog.products (product_id, sku, model, brand, title, domain, category_key, price_cents, availability, source_uri) VALUES ('x','x','x','x','x','x','x',1,'in_stock','x')",
+        "UPDATE catalog.products SET price_cents = 1",
+        "DELETE FROM catalog.products",
+        "UPDATE catalog.evidence SET body = ''",
+        "DELETE FROM catalog.evidence",
+        "INSERT INTO catalog.evidence (evidence_id, product_id, kind, source_uri, title, body) VALUES ('e','P0000001','review','x','x','x')",
+        "UPDATE search.product_projection SET price_cents = 1",
+        "DELETE FROM search.product_projection",
+        "INSERT INTO search.product_projection SELECT * FROM search.product_projection LIMIT 1",
+        "TRUNCATE catalog.products",
+        "SELECT search.refresh_projection(NULL)",
+        "CREATE TABLE public.intruder (x int)",
+    ] {
+        denied(&rt, sql).await;
+    }
+    // Receipts: append and read, never rewrite.
+    rt.batch_execute(
+        "INSERT INTO receipts.search_events (search_event_id, principal, applied_filters, strategy, pool_size,
+             result_limit, authorized_limit, served_count, rerank_status, models, arms, timings_ms, warnings, profile)
+         VALUES ('00000000-0000-4000-8000-000000000001', 'anonymous', '{}', 'hybrid', 0, 10, 10, 0, 'skipped',
+                 '{}', '{}', '{}', '[]', '{}')",
+    )
+    .await
+    .unwrap();
+    rt.query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap();
+    denied(
+        &rt,
+        "UPDATE receipts.search_events SET principal = 'someone-else'",
+    )
+    .await;
+    denied(&rt, "DELETE FROM receipts.search_events").await;
+    denied(&rt, "UPDATE receipts.search_candidates SET granted = true").await;
+    denied(&rt, "DELETE FROM receipts.search_candidates").await;
+}
+
+async fn catalog_digest(c: &Client) -> (i64, i64, String) {
+    let row = c
+        .query_one(
+            "SELECT (SELECT count(*) FROM catalog.products), (SELECT count(*) FROM catalog.evidence),
+                    md5((SELECT string_agg(p::text, '|' ORDER BY product_id) FROM catalog.products p) ||
+                        (SELECT string_agg(e::text, '|' ORDER BY evidence_id) FROM catalog.evidence e))",
+            &[],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+#[tokio::test]
+async fn two_generator_runs_with_one_seed_give_identical_catalogs() {
+    let a = TestDb::empty("gen_a").await;
+    let b = TestDb::empty("gen_b").await;
+    let mut digests = Vec::new();
+    for db in [&a, &b] {
+        let mut c = db.owner().await;
+        db::migrate(&mut c, &MigrateOptions::default())
+            .await
+            .unwrap();
+        load::load_sample(&mut c, Generator::new(42, 5_000), &mut |_, _, _| {})
+            .await
+            .unwrap();
+        digests.push(catalog_digest(&c).await);
+        let row = c
+            .query_one(
+                "SELECT count(DISTINCT domain), count(DISTINCT category_key), count(DISTINCT brand),
+                        count(*) FILTER (WHERE availability NOT IN ('in_stock','low_stock')),
+                        (SELECT count(*) FROM catalog.evidence WHERE kind = 'specification'),
+                        (SELECT count(*) FROM catalog.evidence WHERE kind = 'review'),
+                        (SELECT count(*) FROM search.product_projection)
+                 FROM catalog.products",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (domains, categories, brands): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+        assert!(
+            domains >= 3 && categories >= 25 && brands >= 20,
+            "{domains} {categories} {brands}"
+        );
+        assert!(
+            row.get::<_, i64>(3) > 0,
+            "some products must be unavailable"
+        );
+        assert_eq!(row.get::<_, i64>(4), 5_000, "one specification per product");
+        assert!(row.get::<_, i64>(5) >= 10_000);
+        assert_eq!(
+            row.get::<_, i64>(6),
+            5_000,
+            "one projection row per product"
+        );
+    }
+    assert_eq!(digests[0], digests[1]);
+    assert_eq!(digests[0].0, 5_000);
+    assert!(digests[0].1 >= 15_000, "{} evidence units", digests[0].1);
+}
+
+fn write_file(dir: &std::path::Path, name: &str, lines: &[String]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let mut f = std::fs::File::create(&path).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    path
+}
+
+fn product_line(id: &str, sku: &str, price: serde_json::Value) -> String {
+    serde_json::json!({
+        "product_id": id, "sku": sku, "model": format!("M-{sku}"), "brand": "Testbrand",
+        "title": format!("Testbrand {sku} Kettle"), "domain": "home_kitchen", "category_key": "kettles",
+        "price_cents": price, "availability": "in_stock", "rating": 4.5,
+        "attributes": {"capacity_ml": 1700, "body": "glass"}, "aliases": ["tb kettle"]
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
+    let db = TestDb::with_sample("import").await;
+    let mut c = db.owner().await;
+    let before = catalog_digest(&c).await;
+    let dir = std::env::temp_dir().join(format!("mosaic-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // One bad row among good ones: nothing is written.
+    let bad = write_file(
+        &dir,
+        "bad.jsonl",
+        &[
+            product_line("T1", "TB-1", 1999.into()),
+            product_line("T2", "TB-2", 2999.into()),
+            product_line("T3", "TB-3", "cheap".into()),
+            product_line("T4", "TB-4", 999.into()),
+        ],
+    );
+    let err = import::import(&mut c, Some(&bad), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bad.jsonl:3") && msg.contains("price_cents"),
+        "{msg}"
+    );
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // Evidence naming an unknown product: nothing is written either.
+    let good = write_file(
+        &dir,
+        "good.jsonl",
+        &[
+            product_line("T1", "TB-1", 1999.into()),
+            product_line("T2", "TB-2", 2999.into()),
+        ],
+    );
+    let orphan = write_file(
+        &dir,
+        "orphan.jsonl",
+        &[
+            serde_json::json!({"evidence_id": "T1-spec", "product_id": "T1", "kind": "specification",
+                "source_uri": "https://example.test/T1", "title": "T1 spec", "body": "Capacity 1.7 l."}).to_string(),
+            serde_json::json!({"evidence_id": "X-r1", "product_id": "NOPE", "kind": "review",
+                "source_uri": "https://example.test/x", "title": "x", "body": "x", "rating": 4}).to_string(),
+        ],
+    );
+    let err = import::import(&mut c, Some(&good), Some(&orphan), &mut |_, _, _| {})
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("orphan.jsonl:2"), "{err}");
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // A CSV row with a bad availability names the line and the field.
+    let csv = dir.join("bad.csv");
+    std::fs::write(
+        &csv,
+        "product_id,sku,model,brand,title,domain,category_key,price_cents,availability,attributes,aliases\n\
+         C1,CSV-1,C-1,Csvbrand,Csvbrand C-1 Lamp,office,desk_lamps,2599,in_stock,\"{\"\"lumens\"\": 800}\",lamp|light\n\
+         C2,CSV-2,C-2,Csvbrand,Csvbrand C-2 Lamp,office,desk_lamps,2599,sometimes,{},\n",
+    )
+    .unwrap();
+    let err = import::import(&mut c, Some(&csv), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("bad.csv:3") && err.to_string().contains("availability"),
+        "{err}"
+    );
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // A good import loads fully, projection included.
+    let evidence = write_file(
+        &dir,
+        "evidence.jsonl",
+        &[serde_json::json!({"evidence_id": "T1-spec", "product_id": "T1", "kind": "specification",
+            "source_uri": "https://example.test/T1", "title": "T1 spec", "body": "Capacity 1.7 l."})
+        .to_string()],
+    );
+    let report = import::import(&mut c, Some(&good), Some(&evidence), &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.products, report.evidence, report.projection_rows),
+        (2, 1, 2)
+    );
+    let after = catalog_digest(&c).await;
+    assert_eq!((after.0, after.1), (before.0 + 2, before.1 + 1));
+    let keys: Vec<String> = c
+        .query_one(
+            "SELECT identifier_keys FROM search.product_projection WHERE product_id = 'T1'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, Vec<String>>(0);
+    assert_eq!(keys, vec!["tb1".to_string(), "mtb1".to_string()]);
+
+    // Re-importing a changed product bumps its revision.
+    let changed = write_file(
+        &dir,
+        "changed.jsonl",
+        &[product_line("T1", "TB-1", 1499.into())],
+    );
+    import::import(&mut c, Some(&changed), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let rev: i32 = c
+        .query_one(
+            "SELECT revision FROM catalog.products WHERE product_id = 'T1'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rev, 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn embedding_twice_embeds_nothing_the_second_time() {
+    let db = TestDb::empty("embed").await;
+    let mut c = db.owner().await;
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    load::load_sample(&mut c, Generator::new(9, 300), &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let e = HashingEmbedder::new(384);
+    let first = mosaic::embed_job::embed_pending(&c, &e, 64, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(first.embedded, 300);
+    let second = mosaic::embed_job::embed_pending(&c, &e, 64, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(second.embedded, 0);
+
+    // A changed product text is picked up, and only that row.
+    c.batch_execute(
+        "UPDATE catalog.products SET title = title || ' (2026 edition)' WHERE product_id = 'P0000007';
+         SELECT search.refresh_projection(ARRAY['P0000007'])",
+    )
+    .await
+    .unwrap();
+    let third = mosaic::embed_job::embed_pending(&c, &e, 64, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(third.embedded, 1);
+
+    // A model of another dimension is refused before anything is written.
+    let wrong = HashingEmbedder::new(128);
+    let err = mosaic::embed_job::embed_pending(&c, &wrong, 64, &mut |_, _, _| {})
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("384"), "{err}");
+}

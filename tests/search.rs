@@ -1,0 +1,780 @@
+//! search_products guarantees, against the real PostgreSQL and the sample
+//! catalog (5,000 products, hashing-embedder vectors).
+
+use mosaic::search::arms::{self, Eligibility, Verdict};
+use mosaic::search::{search, Filters, SearchRequest, SearchResponse, Shape};
+use mosaic::{Ctx, Error, Principal, RetrievalProfile};
+use mosaic_integration_tests::{ctx, rerankers, TestDb};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_postgres::Client;
+
+async fn run(ctx: &Ctx, body: Value) -> Result<SearchResponse, Error> {
+    let req = SearchRequest::from_json(&body, Shape::Nested, &ctx.profile)?;
+    search(ctx, &Principal::anonymous(), req).await
+}
+
+async fn events(c: &Client) -> i64 {
+    c.query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// A catalog row as the independent filter check sees it.
+struct Row {
+    domain: String,
+    category_key: String,
+    brand: String,
+    availability: String,
+    price_cents: i64,
+    rating: Option<f32>,
+    attributes: Map<String, Value>,
+}
+
+/// The filter semantics, written independently of the SQL predicate.
+fn satisfies(r: &Row, f: &Filters) -> bool {
+    f.domain.as_ref().is_none_or(|d| &r.domain == d)
+        && f.category_key.as_ref().is_none_or(|c| &r.category_key == c)
+        && f.brand
+            .as_ref()
+            .is_none_or(|b| r.brand.to_lowercase() == b.to_lowercase())
+        && f.availability
+            .as_ref()
+            .is_none_or(|a| a.contains(&r.availability))
+        && (!f.in_stock_only || r.availability == "in_stock" || r.availability == "low_stock")
+        && f.min_price_cents.is_none_or(|p| r.price_cents >= p)
+        && f.max_price_cents.is_none_or(|p| r.price_cents <= p)
+        && f.min_rating
+            .is_none_or(|m| r.rating.is_some_and(|x| x >= m))
+        && f.attributes
+            .as_ref()
+            .is_none_or(|a| a.iter().all(|(k, v)| r.attributes.get(k) == Some(v)))
+}
+
+async fn catalog(c: &Client) -> HashMap<String, Row> {
+    c.query(
+        "SELECT product_id, domain, category_key, brand, availability, price_cents, rating, attributes FROM catalog.products",
+        &[],
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|r| {
+        let attributes = match r.get::<_, Value>(7) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        (
+            r.get(0),
+            Row {
+                domain: r.get(1),
+                category_key: r.get(2),
+                brand: r.get(3),
+                availability: r.get(4),
+                price_cents: r.get(5),
+                rating: r.get(6),
+                attributes,
+            },
+        )
+    })
+    .collect()
+}
+
+async fn set_arm_settings(c: &tokio_postgres::Transaction<'_>, p: &RetrievalProfile) {
+    c.execute(
+        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                set_config('hnsw.max_scan_tuples', $2, true), set_config('pg_trgm.word_similarity_threshold', $3, true)",
+        &[&p.hnsw_ef_search.to_string(), &p.hnsw_max_scan_tuples.to_string(), &p.trigram_floor.to_string()],
+    )
+    .await
+    .unwrap();
+}
+
+fn random_filters(rng: &mut impl Rng, brands: &[String], attrs: &[(String, Value)]) -> Filters {
+    let mut f = Filters::default();
+    let categories = [
+        "headphones",
+        "laptops",
+        "tents",
+        "kettles",
+        "office_chairs",
+        "mice",
+        "blenders",
+        "backpacks",
+    ];
+    let domains = ["electronics", "home_kitchen", "outdoor", "office"];
+    if rng.gen_bool(0.3) {
+        f.domain = Some(domains.choose(rng).unwrap().to_string());
+    }
+    if rng.gen_bool(0.3) {
+        f.category_key = Some(categories.choose(rng).unwrap().to_string());
+    }
+    if rng.gen_bool(0.2) {
+        let b = brands.choose(rng).unwrap();
+        f.brand = Some(if rng.gen_bool(0.5) {
+            b.to_uppercase()
+        } else {
+            b.clone()
+        });
+    }
+    if rng.gen_bool(0.2) {
+        let all = [
+            "in_stock",
+            "low_stock",
+            "backorder",
+            "preorder",
+            "out_of_stock",
+            "discontinued",
+        ];
+        let n = rng.gen_range(1..=3);
+        f.availability = Some(all.choose_multiple(rng, n).map(|s| s.to_string()).collect());
+    }
+    f.in_stock_only = rng.gen_bool(0.3);
+    if rng.gen_bool(0.3) {
+        f.min_price_cents = Some(rng.gen_range(0..50_000));
+    }
+    if rng.gen_bool(0.3) {
+        f.max_price_cents = Some(f.min_price_cents.unwrap_or(0) + rng.gen_range(1_000..200_000));
+    }
+    if rng.gen_bool(0.3) {
+        f.min_rating = Some(rng.gen_range(25..=48) as f32 / 10.0);
+    }
+    if rng.gen_bool(0.25) {
+        let (k, v) = attrs.choose(rng).unwrap();
+        f.attributes = Some(Map::from_iter([(k.clone(), v.clone())]));
+    }
+    f
+}
+
+#[tokio::test]
+async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_when_they_can() {
+    let db = TestDb::with_sample("prop").await;
+    let mut c = db.runtime().await;
+    let profile = RetrievalProfile::default();
+    let rows = catalog(&c).await;
+    let brands: Vec<String> = {
+        let mut b: Vec<String> = rows
+            .values()
+            .map(|r| r.brand.clone())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        b.sort();
+        b
+    };
+    let attrs: Vec<(String, Value)> = c
+        .query(
+            "SELECT k, v FROM (SELECT DISTINCT k, v FROM catalog.products, jsonb_each(attributes) AS a(k, v)
+                               WHERE jsonb_typeof(v) IN ('boolean', 'string')) d
+             ORDER BY k, v::text LIMIT 60",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let queries = [
+        "wireless headphones",
+        "stainless steel",
+        "warm sleeping bag for winter nights",
+        "ergonomic lumbar",
+        "kshp 1040",
+    ];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2026);
+    let mut checked = [0usize; 3];
+    for round in 0..200 {
+        let filters = random_filters(&mut rng, &brands, &attrs);
+        let q = queries[round % queries.len()];
+        let elig = Eligibility::new(&filters);
+        let tx = c.transaction().await.unwrap();
+        set_arm_settings(&tx, &profile).await;
+        let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
+        let trigram = arms::trigram(&tx, &elig, q, &profile).await.unwrap();
+        let vector = pgvector::Vector::from(mosaic::embed::HashingEmbedder::new(384).embed_one(q));
+        let semantic = arms::semantic(&tx, &elig, &vector, &profile).await.unwrap();
+
+        // Independent expectations: every matching row, filtered in Rust.
+        let lexical_text = if lexical.mode.as_deref() == Some("strict") {
+            q.to_string()
+        } else {
+            arms::lexical_terms(q).positive.join(" or ")
+        };
+        let lex_matches: Vec<String> = tx
+            .query(
+                "SELECT product_id FROM search.product_projection WHERE document @@ websearch_to_tsquery('english', $1)",
+                &[&lexical_text],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let tri_matches: Vec<String> = tx
+            .query(
+                "SELECT product_id FROM search.product_projection WHERE $1 <% identity_text",
+                &[&q.to_lowercase()],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        tx.commit().await.unwrap();
+        let eligible = |ids: &mut dyn Iterator<Item = &String>| {
+            ids.filter(|id| satisfies(&rows[*id], &filters)).count() as i64
+        };
+        let all_eligible = eligible(&mut rows.keys());
+
+        for (i, (name, arm, matching)) in [
+            ("lexical", &lexical, eligible(&mut lex_matches.iter())),
+            ("trigram", &trigram, eligible(&mut tri_matches.iter())),
+            ("semantic", &semantic, all_eligible),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for (id, _) in &arm.candidates {
+                assert!(
+                    satisfies(&rows[id], &filters),
+                    "{name} admitted {id} against {filters:?}"
+                );
+            }
+            if arm.verdict != Verdict::BudgetCut {
+                assert_eq!(
+                    arm.returned as i64,
+                    arm.limit.min(matching),
+                    "{name} returned {} for {q:?} with {filters:?}, {matching} eligible matches",
+                    arm.returned
+                );
+                let expected = if matching >= arm.limit {
+                    Verdict::Full
+                } else {
+                    Verdict::Exhausted
+                };
+                assert_eq!(arm.verdict, expected, "{name} verdict");
+            }
+            checked[i] += arm.candidates.len();
+        }
+    }
+    assert!(
+        checked.iter().all(|n| *n > 1_000),
+        "too few candidates checked: {checked:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_semantic_arm_fills_its_limit_on_every_route() {
+    let db = TestDb::with_sample("semantic").await;
+    let owner = db.owner().await;
+    // A ~1% filter: one category and one brand.
+    let row = owner
+        .query_one(
+            "SELECT category_key, brand, count(*) FROM catalog.products GROUP BY 1, 2 ORDER BY count(*) DESC LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (cat, brand, n): (String, String, i64) = (row.get(0), row.get(1), row.get(2));
+    assert!(
+        (30..=100).contains(&n),
+        "{n} products in the selective slice"
+    );
+
+    // With a semantic limit below the slice, the exact route must fill it.
+    let small = RetrievalProfile {
+        semantic_limit: 25,
+        ..Default::default()
+    };
+    let c = ctx(&db, small);
+    let r = run(
+        &c,
+        json!({"query": "comfortable and reliable", "include_diagnostics": true,
+                           "filters": {"category_key": cat, "brand": brand}}),
+    )
+    .await
+    .unwrap();
+    let d = r.diagnostics.unwrap();
+    assert_eq!(d.semantic_route.as_deref(), Some("exact"));
+    assert_eq!(d.arms["semantic"].returned, 25);
+    assert_eq!(d.arms["semantic"].verdict, Verdict::Full);
+
+    let c = ctx(&db, RetrievalProfile::default());
+    // ~37%: a broad domain filter, HNSW route with iterative scans.
+    let r = run(
+        &c,
+        json!({"query": "wireless headphones", "include_diagnostics": true,
+                           "filters": {"domain": "electronics"}}),
+    )
+    .await
+    .unwrap();
+    let d = r.diagnostics.unwrap();
+    assert_eq!(d.semantic_route.as_deref(), Some("hnsw"));
+    assert_eq!(d.arms["semantic"].returned, 150);
+
+    // Anti-correlated: a headphone query restricted to the outdoor domain.
+    let r = run(
+        &c,
+        json!({"query": "noise cancelling over-ear headphones", "include_diagnostics": true,
+                           "filters": {"domain": "outdoor"}}),
+    )
+    .await
+    .unwrap();
+    let d = r.diagnostics.unwrap();
+    assert!(
+        d.semantic_route.as_deref().unwrap().starts_with("hnsw"),
+        "{:?}",
+        d.semantic_route
+    );
+    assert_eq!(d.arms["semantic"].returned, 150);
+
+    // A scan budget too small to fill the limit: whichever plan the
+    // planner picks, the arm returns everything it should, and says how.
+    let tight = RetrievalProfile {
+        hnsw_max_scan_tuples: 150,
+        hnsw_ef_search: 10,
+        semantic_exact_threshold: 0,
+        ..Default::default()
+    };
+    let c = ctx(&db, tight);
+    for filters in [
+        json!({"domain": "outdoor"}),
+        json!({"min_rating": 4.6}),
+        json!({"in_stock_only": true}),
+    ] {
+        let r = run(
+            &c,
+            json!({"query": "noise cancelling over-ear headphones", "include_diagnostics": true,
+                               "filters": filters}),
+        )
+        .await
+        .unwrap();
+        let d = r.diagnostics.unwrap();
+        let route = d.semantic_route.clone().unwrap();
+        assert!(
+            route == "hnsw" || route == "hnsw_underfilled_then_exact",
+            "{route}"
+        );
+        assert_eq!(d.arms["semantic"].returned, 150, "{filters}: {route}");
+        // The receipt records the route and the eligible estimate.
+        let rt = db.runtime().await;
+        let row = rt
+            .query_one(
+                "SELECT semantic_route, eligible_estimate FROM receipts.search_events WHERE search_event_id = $1",
+                &[&r.search_event_id],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, Option<String>>(0), Some(route));
+        assert_eq!(row.get::<_, Option<i64>>(1), Some(1));
+    }
+}
+
+async fn identifier(db: &TestDb, id: &str) -> (String, String) {
+    let r = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT sku, model FROM catalog.products WHERE product_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    (r.get(0), r.get(1))
+}
+
+#[tokio::test]
+async fn exact_sku_and_model_stay_first_whatever_the_reranker_says() {
+    let db = TestDb::with_sample("exact").await;
+    let c = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Reverse));
+    let (sku, model) = identifier(&db, "P0000123").await;
+    for q in [
+        sku.clone(),
+        sku.to_lowercase().replace('-', " "),
+        model.clone(),
+        model.to_lowercase().replace(['-', ' '], ""),
+    ] {
+        let r = run(&c, json!({"query": q, "include_diagnostics": true}))
+            .await
+            .unwrap();
+        assert_eq!(r.strategy.as_str(), "exact_identifier", "{q}");
+        assert_eq!(r.results[0].product_id, "P0000123", "{q}");
+        assert!(r.results[0].exact_match);
+        assert_eq!(r.results[0].match_reason, "exact_identifier");
+        assert_eq!(r.diagnostics.as_ref().unwrap().rerank_status, "reranked");
+        // The reverse reranker really reordered the rest.
+        assert!(
+            r.results[1].signals.pre_rerank_rank > 2,
+            "{q}: rest not reranked"
+        );
+    }
+    // An identifier excluded by a filter is not pinned.
+    let r = run(
+        &c,
+        json!({"query": sku, "filters": {"min_price_cents": 999_999_999}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.strategy.as_str(), "hybrid");
+    assert!(r.results.iter().all(|x| x.product_id != "P0000123"));
+}
+
+#[tokio::test]
+async fn a_rogue_reranker_cannot_add_or_duplicate_candidates() {
+    let db = TestDb::with_sample("rogue").await;
+    let plain = ctx(&db, RetrievalProfile::default());
+    let rogue = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Rogue));
+    let body = json!({"query": "stainless steel kettle", "limit": 50, "include_diagnostics": true});
+    let a = run(&plain, body.clone()).await.unwrap();
+    let b = run(&rogue, body).await.unwrap();
+    let ids = |r: &SearchResponse| {
+        r.results
+            .iter()
+            .map(|x| x.product_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let (mut ia, mut ib) = (ids(&a), ids(&b));
+    assert_eq!(
+        ib.len(),
+        ib.iter().collect::<HashSet<_>>().len(),
+        "duplicates served"
+    );
+    ia.sort();
+    ib.sort();
+    assert_eq!(ia, ib, "the reranker changed the set, not just the order");
+    let d = b.diagnostics.unwrap();
+    assert_eq!(d.rerank_status, "reranked");
+    assert!(d.warnings.iter().any(|w| w.contains("ignored")));
+}
+
+#[tokio::test]
+async fn a_slow_or_failing_reranker_keeps_the_fused_order_within_the_deadline() {
+    let db = TestDb::with_sample("deadline").await;
+    let profile = RetrievalProfile {
+        rerank_deadline_ms: 300,
+        ..Default::default()
+    };
+    let plain = ctx(&db, RetrievalProfile { ..profile.clone() });
+    let body = json!({"query": "lightweight tent for backpacking", "rerank": false, "include_diagnostics": true});
+    let fused = run(&plain, body).await.unwrap();
+    let body = json!({"query": "lightweight tent for backpacking", "include_diagnostics": true});
+    for reranker in [
+        Arc::new(rerankers::Slow(Duration::from_secs(5))) as Arc<dyn mosaic::rerank::Reranker>,
+        Arc::new(rerankers::Failing),
+    ] {
+        let c = ctx(&db, profile.clone()).with_reranker(reranker);
+        let t = Instant::now();
+        let r = run(&c, body.clone()).await.unwrap();
+        let elapsed = t.elapsed();
+        let d = r.diagnostics.as_ref().unwrap();
+        assert_eq!(d.rerank_status, "fallback_fused");
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains("fused order was kept")),
+            "{:?}",
+            d.warnings
+        );
+        let order = |r: &SearchResponse| {
+            r.results
+                .iter()
+                .map(|x| x.product_id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(&r), order(&fused));
+        assert!(
+            elapsed
+                < Duration::from_millis(300 + 200)
+                    + Duration::from_millis(d.timings_ms["arms"] as u64),
+            "{elapsed:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_pool_member_has_a_receipt_and_a_failed_receipt_serves_nothing() {
+    let db = TestDb::with_sample("receipt").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    let rt = db.runtime().await;
+    let r = run(
+        &c,
+        json!({"query": "espresso machine", "limit": 7, "authorized_limit": 3, "session_id": "s-1",
+                           "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let pool = r.diagnostics.as_ref().unwrap().pool_size as i64;
+    assert_eq!(pool, 50);
+    let row = rt
+        .query_one(
+            "SELECT count(*), count(served_rank), count(*) FILTER (WHERE granted),
+                    min(pre_rerank_rank), max(pre_rerank_rank), max(served_rank)
+             FROM receipts.search_candidates WHERE search_event_id = $1",
+            &[&r.search_event_id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), pool);
+    assert_eq!(row.get::<_, i64>(1), 7);
+    assert_eq!(row.get::<_, i64>(2), 3);
+    assert_eq!(
+        (row.get::<_, Option<i32>>(3), row.get::<_, Option<i32>>(4)),
+        (Some(1), Some(50))
+    );
+    assert_eq!(row.get::<_, Option<i32>>(5), Some(7));
+    let granted: Vec<bool> = r.results.iter().map(|x| x.granted).collect();
+    assert_eq!(granted, vec![true, true, true, false, false, false, false]);
+    let ev = rt
+        .query_one(
+            "SELECT principal, session_id, query_text, result_limit, authorized_limit, strategy, (profile->>'rrf_k')::float8::text, timings_ms ? 'arms'
+             FROM receipts.search_events WHERE search_event_id = $1",
+            &[&r.search_event_id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ev.get::<_, String>(0), "anonymous");
+    assert_eq!(ev.get::<_, Option<String>>(1).as_deref(), Some("s-1"));
+    assert_eq!(
+        ev.get::<_, Option<String>>(2).as_deref(),
+        Some("espresso machine")
+    );
+    assert_eq!(
+        (ev.get::<_, i32>(3), ev.get::<_, Option<i32>>(4)),
+        (7, Some(3))
+    );
+    assert_eq!(ev.get::<_, Option<String>>(6).as_deref(), Some("60"));
+    assert!(ev.get::<_, bool>(7));
+
+    // Take away the runtime role's right to write candidates: the event
+    // insert succeeds, the candidate insert fails, the transaction rolls back.
+    db.owner()
+        .await
+        .batch_execute("REVOKE INSERT ON receipts.search_candidates FROM mosaic_runtime")
+        .await
+        .unwrap();
+    let c = ctx(&db, RetrievalProfile::default());
+    let before = events(&rt).await;
+    let err = run(&c, json!({"query": "espresso machine"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 503);
+    assert_eq!(err.body()["error"]["code"], "unavailable");
+    assert!(
+        !err.body().to_string().contains("permission"),
+        "internals leaked: {}",
+        err.body()
+    );
+    assert_eq!(events(&rt).await, before, "an event row was left behind");
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_stable_400_and_writes_nothing() {
+    let db = TestDb::with_sample("badinput").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    let rt = db.runtime().await;
+    let long = "x".repeat(1_001);
+    let cases: Vec<(Value, &str, Option<&str>)> = vec![
+        (json!([1, 2]), "invalid_json", None),
+        (json!("query"), "invalid_json", None),
+        (json!({}), "invalid_argument", Some("query")),
+        (json!({"query": "   "}), "invalid_argument", Some("query")),
+        (json!({"query": 42}), "invalid_argument", Some("query")),
+        (json!({"query": long}), "invalid_argument", Some("query")),
+        (
+            json!({"query": "x", "limit": 0}),
+            "invalid_argument",
+            Some("limit"),
+        ),
+        (
+            json!({"query": "x", "limit": 51}),
+            "invalid_argument",
+            Some("limit"),
+        ),
+        (
+            json!({"query": "x", "limit": "10"}),
+            "invalid_argument",
+            Some("limit"),
+        ),
+        (
+            json!({"query": "x", "limit": 2.5}),
+            "invalid_argument",
+            Some("limit"),
+        ),
+        (
+            json!({"query": "x", "limit": 5, "authorized_limit": 6}),
+            "invalid_argument",
+            Some("authorized_limit"),
+        ),
+        (
+            json!({"query": "x", "authorized_limit": -1}),
+            "invalid_argument",
+            Some("authorized_limit"),
+        ),
+        (
+            json!({"query": "x", "rerank": "yes"}),
+            "invalid_argument",
+            Some("rerank"),
+        ),
+        (
+            json!({"query": "x", "include_diagnostics": 1}),
+            "invalid_argument",
+            Some("include_diagnostics"),
+        ),
+        (
+            json!({"query": "x", "colour": "red"}),
+            "unknown_field",
+            Some("colour"),
+        ),
+        (
+            json!({"query": "x", "filters": {"colour": "red"}}),
+            "unknown_field",
+            Some("filters.colour"),
+        ),
+        (
+            json!({"query": "x", "filters": []}),
+            "invalid_argument",
+            Some("filters"),
+        ),
+        (
+            json!({"query": "x", "filters": {"min_price_cents": -1}}),
+            "invalid_argument",
+            Some("filters.min_price_cents"),
+        ),
+        (
+            json!({"query": "x", "filters": {"min_price_cents": 500, "max_price_cents": 100}}),
+            "invalid_argument",
+            Some("max_price_cents"),
+        ),
+        (
+            json!({"query": "x", "filters": {"min_rating": 6}}),
+            "invalid_argument",
+            Some("filters.min_rating"),
+        ),
+        (
+            json!({"query": "x", "filters": {"availability": "sometimes"}}),
+            "invalid_argument",
+            Some("filters.availability"),
+        ),
+        (
+            json!({"query": "x", "filters": {"in_stock_only": "true"}}),
+            "invalid_argument",
+            Some("filters.in_stock_only"),
+        ),
+        (
+            json!({"query": "x", "filters": {"attributes": {"size": {"nested": 1}}}}),
+            "invalid_argument",
+            Some("filters.attributes"),
+        ),
+        (
+            json!({"query": "x", "filters": {"attributes": {"tags": ["a"]}}}),
+            "invalid_argument",
+            Some("filters.attributes"),
+        ),
+        (
+            json!({"query": "x", "filters": {"attributes": "size=L"}}),
+            "invalid_argument",
+            Some("filters.attributes"),
+        ),
+        (
+            json!({"query": "x", "session_id": 7}),
+            "invalid_argument",
+            Some("session_id"),
+        ),
+        (
+            json!({"query": "x\u{0000}y"}),
+            "invalid_argument",
+            Some("query"),
+        ),
+    ];
+    assert!(cases.len() >= 20);
+    for (body, code, field) in &cases {
+        let err = run(&c, body.clone()).await.expect_err(&body.to_string());
+        assert_eq!(err.status(), 400, "{body}");
+        let env = err.body();
+        assert_eq!(env["error"]["code"], *code, "{body}: {env}");
+        assert_eq!(env["error"]["field"].as_str(), *field, "{body}: {env}");
+        assert!(env["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
+    }
+    assert_eq!(events(&rt).await, 0, "bad input wrote an event");
+}
+
+#[tokio::test]
+async fn metadata_only_results_carry_null_scores_and_a_filter_reason() {
+    let db = TestDb::with_sample("metadata").await;
+    let c = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Reverse));
+    let body = json!({"filters": {"category_key": "kettles", "in_stock_only": true}, "limit": 20, "include_diagnostics": true});
+    let r = run(&c, body.clone()).await.unwrap();
+    assert_eq!(r.strategy.as_str(), "metadata_only");
+    assert_eq!(r.results.len(), 20);
+    for x in &r.results {
+        assert_eq!(x.score, None);
+        assert_eq!(x.match_reason, "filter");
+        assert_eq!(x.category_key, "kettles");
+    }
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json["results"][0]["score"].is_null());
+    assert_eq!(
+        r.diagnostics.as_ref().unwrap().rerank_status,
+        "skipped_metadata_only"
+    );
+    // Deterministic: the same request gives the same order.
+    let again = run(&c, body).await.unwrap();
+    let ids = |r: &SearchResponse| {
+        r.results
+            .iter()
+            .map(|x| x.product_id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&r), ids(&again));
+}
+
+#[tokio::test]
+async fn a_negated_term_stays_excluded_in_the_back_off() {
+    let db = TestDb::with_sample("negation").await;
+    let mut c = db.runtime().await;
+    let profile = RetrievalProfile::default();
+    let q = "wireless headphones zzyzxnotaword -bluetooth";
+    let tx = c.transaction().await.unwrap();
+    let lexical = arms::lexical(&tx, &Eligibility::new(&Filters::default()), q, &profile)
+        .await
+        .unwrap();
+    assert_eq!(lexical.mode.as_deref(), Some("backoff_any_term"));
+    assert!(
+        lexical.returned > 10,
+        "the back-off found too little: {}",
+        lexical.returned
+    );
+    let ids: Vec<String> = lexical
+        .candidates
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
+    let with_term: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM search.product_projection
+             WHERE product_id = ANY ($1) AND document @@ to_tsquery('english', 'bluetooth')",
+            &[&ids],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(with_term, 0, "a negated term came back in the back-off");
+    // And the strict query excluded it too.
+    let strict = arms::lexical(
+        &tx,
+        &Eligibility::new(&Filters::default()),
+        "headphones -bluetooth",
+        &profile,
+    )
+    .await
+    .unwrap();
+    assert_eq!(strict.mode.as_deref(), Some("strict"));
+    assert!(strict.returned > 0);
+}

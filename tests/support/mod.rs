@@ -1,0 +1,302 @@
+//! Test support: throw-away databases on the project's local PostgreSQL.
+//!
+//! Every test gets its own database, created from a template that holds the
+//! migrated schema and the sample catalog with hashing-embedder vectors. The
+//! template is built once per schema/generator version (under an advisory
+//! lock, so parallel tests wait for one builder) and copied with
+//! `CREATE DATABASE ... TEMPLATE`, which takes well under a second.
+//!
+//! The server is the one `make test` starts (`scripts/db.sh ensure`); set
+//! `MOSAIC_TEST_SERVER` (`postgres://user:pass@host:port`, a role with
+//! CREATEDB) to use another.
+
+use mosaic::catalog::generator::Generator;
+use mosaic::catalog::load;
+use mosaic::db::{self, MigrateOptions};
+use mosaic::embed::HashingEmbedder;
+use sha2_free::short_hash;
+use std::sync::atomic::{AtomicU32, Ordering};
+use tokio_postgres::Client;
+
+/// Products in the template catalog.
+pub const SAMPLE_PRODUCTS: u64 = 5_000;
+/// Seed of the template catalog.
+pub const SAMPLE_SEED: u64 = 42;
+
+mod sha2_free {
+    /// FNV-1a, enough to version the template by its inputs.
+    pub fn short_hash(parts: &[&str]) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for p in parts {
+            for b in p.bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        format!("{:012x}", h & 0xffff_ffff_ffff)
+    }
+}
+
+pub fn server() -> String {
+    std::env::var("MOSAIC_TEST_SERVER")
+        .unwrap_or_else(|_| "postgres://mosaic_owner:mosaic_owner@127.0.0.1:54329".into())
+}
+
+fn runtime_server() -> String {
+    std::env::var("MOSAIC_TEST_RUNTIME_SERVER")
+        .unwrap_or_else(|_| "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:54329".into())
+}
+
+pub async fn connect(url: &str) -> Client {
+    db::connect_plain(url).await.unwrap_or_else(|e| {
+        panic!("cannot connect to the test database server ({e}); start it with `make db` or `scripts/db.sh ensure`")
+    })
+}
+
+fn template_name() -> String {
+    let sqls: Vec<&str> = db::MIGRATIONS.iter().map(|m| m.sql).collect();
+    let mut parts = sqls;
+    let digest_input = format!(
+        "{SAMPLE_PRODUCTS}/{SAMPLE_SEED}/gen-{}",
+        Generator::new(SAMPLE_SEED, 20).digest()
+    );
+    parts.push(&digest_input);
+    format!("mosaic_tpl_{}", short_hash(&parts))
+}
+
+/// A throw-away database, dropped when the value is dropped.
+pub struct TestDb {
+    pub name: String,
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+fn fresh_name(hint: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let hint: String = hint
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(20)
+        .collect();
+    format!("mt_{}_{}_{}", hint.to_lowercase(), std::process::id(), n)
+}
+
+impl TestDb {
+    /// An empty database (extensions only, no migrations).
+    pub async fn empty(hint: &str) -> TestDb {
+        let admin = connect(&format!("{}/postgres", server())).await;
+        let name = fresh_name(hint);
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE template1"))
+            .await
+            .expect("create database");
+        TestDb { name }
+    }
+
+    /// A database holding the migrated schema and the sample catalog
+    /// (5,000 products, seed 42, hashing-embedder vectors).
+    pub async fn with_sample(hint: &str) -> TestDb {
+        let template = ensure_template().await;
+        let admin = connect(&format!("{}/postgres", server())).await;
+        let name = fresh_name(hint);
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
+            .await
+            .expect("create database from template");
+        TestDb { name }
+    }
+
+    /// Owner-role URL (migrations, loading).
+    pub fn url(&self) -> String {
+        format!("{}/{}", server(), self.name)
+    }
+
+    /// Runtime-role URL (what the functions use).
+    pub fn runtime_url(&self) -> String {
+        format!("{}/{}", runtime_server(), self.name)
+    }
+
+    pub async fn owner(&self) -> Client {
+        connect(&self.url()).await
+    }
+
+    pub async fn runtime(&self) -> Client {
+        connect(&self.runtime_url()).await
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop runs outside any runtime guarantee: use a private one.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            rt.block_on(async {
+                let (client, conn) = tokio_postgres::connect(
+                    &format!("{}/postgres", server()),
+                    tokio_postgres::NoTls,
+                )
+                .await
+                .ok()?;
+                tokio::spawn(conn);
+                client
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+    }
+}
+
+async fn database_exists(c: &Client, name: &str) -> bool {
+    c.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await
+        .expect("query pg_database")
+        .is_some()
+}
+
+/// Builds the sample template once; returns its name.
+pub async fn ensure_template() -> String {
+    let name = template_name();
+    let admin = connect(&format!("{}/postgres", server())).await;
+    if database_exists(&admin, &name).await {
+        return name;
+    }
+    admin
+        .batch_execute("SELECT pg_advisory_lock(4242001)")
+        .await
+        .expect("lock");
+    if !database_exists(&admin, &name).await {
+        let building = format!("{name}_building");
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"))
+            .await
+            .expect("drop a half-built template");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {building} TEMPLATE template1"))
+            .await
+            .expect("create template database");
+        {
+            let mut c = connect(&format!("{}/{building}", server())).await;
+            db::migrate(&mut c, &MigrateOptions::default())
+                .await
+                .expect("migrate template");
+            load::load_sample(
+                &mut c,
+                Generator::new(SAMPLE_SEED, SAMPLE_PRODUCTS),
+                &mut |_, _, _| {},
+            )
+            .await
+            .expect("load sample into template");
+            let embedder = HashingEmbedder::new(384);
+            mosaic::embed_job::embed_pending(&c, &embedder, 500, &mut |_, _, _| {})
+                .await
+                .expect("embed template");
+            c.batch_execute("VACUUM ANALYZE").await.expect("vacuum");
+        }
+        // The builder's connection closes asynchronously; retry the rename
+        // until the database has no sessions left.
+        let mut attempts = 0;
+        while let Err(e) = admin
+            .batch_execute(&format!("ALTER DATABASE {building} RENAME TO {name}"))
+            .await
+        {
+            attempts += 1;
+            assert!(attempts < 50, "cannot publish the template database: {e}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    admin
+        .batch_execute("SELECT pg_advisory_unlock(4242001)")
+        .await
+        .expect("unlock");
+    name
+}
+
+/// A search context on the test database's runtime role, with the hashing
+/// embedder the template was embedded with.
+pub fn ctx(db: &TestDb, profile: mosaic::RetrievalProfile) -> mosaic::Ctx {
+    mosaic::Ctx::plain(&db.runtime_url(), 4, profile)
+        .expect("context")
+        .with_embedder(std::sync::Arc::new(HashingEmbedder::new(384)))
+}
+
+/// Reranker test doubles.
+pub mod rerankers {
+    use async_trait::async_trait;
+    use mosaic::rerank::{RerankError, Reranker};
+    use std::time::Duration;
+
+    /// Scores documents in reverse: the fused first becomes last.
+    pub struct Reverse;
+    #[async_trait]
+    impl Reranker for Reverse {
+        fn model_id(&self) -> &str {
+            "test/reverse"
+        }
+        async fn rerank(
+            &self,
+            _q: &str,
+            docs: &[String],
+        ) -> Result<Vec<(usize, f64)>, RerankError> {
+            Ok((0..docs.len()).map(|i| (i, i as f64)).collect())
+        }
+    }
+
+    /// Names indices that do not exist, repeats some, and scores the rest.
+    pub struct Rogue;
+    #[async_trait]
+    impl Reranker for Rogue {
+        fn model_id(&self) -> &str {
+            "test/rogue"
+        }
+        async fn rerank(
+            &self,
+            _q: &str,
+            docs: &[String],
+        ) -> Result<Vec<(usize, f64)>, RerankError> {
+            let n = docs.len();
+            let mut out: Vec<(usize, f64)> = vec![(n, 100.0), (n + 7, 99.0), (usize::MAX, 98.0)];
+            out.extend((0..n).map(|i| (i, i as f64)));
+            out.push((0, 1000.0));
+            Ok(out)
+        }
+    }
+
+    /// Sleeps past any sensible deadline.
+    pub struct Slow(pub Duration);
+    #[async_trait]
+    impl Reranker for Slow {
+        fn model_id(&self) -> &str {
+            "test/slow"
+        }
+        async fn rerank(
+            &self,
+            _q: &str,
+            docs: &[String],
+        ) -> Result<Vec<(usize, f64)>, RerankError> {
+            tokio::time::sleep(self.0).await;
+            Ok((0..docs.len()).map(|i| (i, i as f64)).collect())
+        }
+    }
+
+    /// Always fails.
+    pub struct Failing;
+    #[async_trait]
+    impl Reranker for Failing {
+        fn model_id(&self) -> &str {
+            "test/failing"
+        }
+        async fn rerank(
+            &self,
+            _q: &str,
+            _docs: &[String],
+        ) -> Result<Vec<(usize, f64)>, RerankError> {
+            Err(RerankError::Unavailable("simulated outage".into()))
+        }
+    }
+}
