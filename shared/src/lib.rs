@@ -12,6 +12,7 @@ pub mod embed_job;
 pub mod error;
 pub mod profile;
 pub mod rerank;
+pub mod scope;
 pub mod search;
 
 pub use context::{Ctx, Principal};
