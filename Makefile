@@ -32,7 +32,7 @@ migrate: db build
 sample: migrate
 	$(MOSAIC) load --sample --products $(PRODUCTS) --if-empty
 
-embed: sample
+embed: sample model
 	$(MOSAIC) embed
 
 stats:

@@ -396,11 +396,11 @@ async fn embedding_twice_embeds_nothing_the_second_time() {
         .await
         .unwrap();
     let e = HashingEmbedder::new(384);
-    let first = mosaic::embed_job::embed_pending(&c, &e, 64, &mut |_, _, _| {})
+    let first = mosaic::embed_job::embed_pending(&c, &e, 64, 2, &mut |_, _, _| {})
         .await
         .unwrap();
     assert_eq!(first.embedded, 300);
-    let second = mosaic::embed_job::embed_pending(&c, &e, 64, &mut |_, _, _| {})
+    let second = mosaic::embed_job::embed_pending(&c, &e, 64, 2, &mut |_, _, _| {})
         .await
         .unwrap();
     assert_eq!(second.embedded, 0);
@@ -412,14 +412,14 @@ async fn embedding_twice_embeds_nothing_the_second_time() {
     )
     .await
     .unwrap();
-    let third = mosaic::embed_job::embed_pending(&c, &e, 64, &mut |_, _, _| {})
+    let third = mosaic::embed_job::embed_pending(&c, &e, 64, 2, &mut |_, _, _| {})
         .await
         .unwrap();
     assert_eq!(third.embedded, 1);
 
     // A model of another dimension is refused before anything is written.
     let wrong = HashingEmbedder::new(128);
-    let err = mosaic::embed_job::embed_pending(&c, &wrong, 64, &mut |_, _, _| {})
+    let err = mosaic::embed_job::embed_pending(&c, &wrong, 64, 2, &mut |_, _, _| {})
         .await
         .unwrap_err();
     assert!(err.to_string().contains("384"), "{err}");

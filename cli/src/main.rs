@@ -4,6 +4,7 @@
 //! catalog. Every subcommand is a thin adapter over the `mosaic` library.
 
 mod embedder;
+mod search_cmd;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -30,6 +31,23 @@ struct DbArgs {
     /// Owner-role connection string (migrations and loading).
     #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
     database_url: String,
+}
+
+#[derive(Args, Clone)]
+struct RuntimeArgs {
+    /// Runtime-role connection string (what the service uses).
+    #[arg(long = "runtime-database-url", env = "MOSAIC_RUNTIME_DATABASE_URL",
+          default_value = db::LOCAL_RUNTIME_URL, hide_env_values = true)]
+    url: String,
+}
+
+impl RuntimeArgs {
+    fn ctx(&self, embedder: &embedder::EmbedderArgs, connections: usize) -> Result<mosaic::Ctx> {
+        let profile = mosaic::RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
+        let ctx =
+            mosaic::Ctx::plain(&self.url, connections, profile).map_err(anyhow::Error::msg)?;
+        Ok(ctx.with_embedder(embedder.build()?))
+    }
 }
 
 #[derive(Subcommand)]
@@ -78,9 +96,40 @@ enum Command {
         db: DbArgs,
         #[command(flatten)]
         embedder: embedder::EmbedderArgs,
-        /// Rows per batch.
-        #[arg(long, default_value_t = 64)]
+        /// Rows per model call.
+        #[arg(long, default_value_t = 32)]
         batch: usize,
+        /// Model calls in flight (the local model uses one core per call).
+        #[arg(long, default_value_t = 2)]
+        workers: usize,
+    },
+    /// Search the catalog (search_products) and print the results.
+    Search {
+        /// The query; omit it to search by filters alone.
+        query: Option<String>,
+        /// A filter, KEY=VALUE (repeatable): domain, category_key, brand,
+        /// availability (comma list), in_stock_only, min_price_cents,
+        /// max_price_cents, min_rating, attributes.NAME.
+        #[arg(long = "filter", short = 'f')]
+        filters: Vec<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: i64,
+        /// How many of the results to grant (defaults to --limit).
+        #[arg(long)]
+        authorized_limit: Option<i64>,
+        /// Skip the rerank stage.
+        #[arg(long)]
+        no_rerank: bool,
+        /// Print the JSON response instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Principal recorded in the receipt.
+        #[arg(long, default_value = "anonymous")]
+        principal: String,
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+        #[command(flatten)]
+        embedder: embedder::EmbedderArgs,
     },
     /// Print catalog statistics.
     Stats {
@@ -230,6 +279,7 @@ async fn main() -> Result<()> {
             db: d,
             embedder,
             batch,
+            workers,
         } => {
             let client = connect(&d).await?;
             let embedder = embedder.build()?;
@@ -239,6 +289,7 @@ async fn main() -> Result<()> {
                 &client,
                 embedder.as_ref(),
                 batch.max(1),
+                workers.max(1),
                 &mut |done, total, secs| {
                     let tty = std::io::stderr().is_terminal();
                     let every = if tty { 500 } else { 5_000 };
@@ -259,6 +310,32 @@ async fn main() -> Result<()> {
                 "embedded {} rows with {} in {:.1} s ({} were pending)",
                 report.embedded, report.model, report.seconds, report.pending
             );
+        }
+        Command::Search {
+            query,
+            filters,
+            limit,
+            authorized_limit,
+            no_rerank,
+            json,
+            principal,
+            runtime,
+            embedder,
+        } => {
+            let ctx = runtime.ctx(&embedder, 2)?;
+            let mut body = serde_json::json!({
+                "limit": limit,
+                "rerank": !no_rerank,
+                "include_diagnostics": true,
+                "filters": search_cmd::parse_filters(&filters)?,
+            });
+            if let Some(q) = query {
+                body["query"] = q.into();
+            }
+            if let Some(a) = authorized_limit {
+                body["authorized_limit"] = a.into();
+            }
+            search_cmd::run(&ctx, &mosaic::Principal(principal), body, json).await?;
         }
         Command::Stats { db: d, json } => {
             let client = connect(&d).await?;

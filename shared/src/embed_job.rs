@@ -22,11 +22,13 @@ pub struct EmbedReport {
 const PENDING: &str = "embedding IS NULL OR embedding_model IS DISTINCT FROM $1
                        OR embedded_text_hash IS DISTINCT FROM embedding_text_hash";
 
-/// Embeds every projection row that needs it, `batch` rows at a time.
+/// Embeds every projection row that needs it, `batch` rows per model call
+/// with `workers` calls in flight (the local model uses one core per call).
 pub async fn embed_pending(
     client: &Client,
     embedder: &dyn Embedder,
     batch: usize,
+    workers: usize,
     progress: &mut dyn FnMut(u64, i64, f64),
 ) -> anyhow::Result<EmbedReport> {
     if let Some(dim) = crate::db::embedding_dimension(client).await? {
@@ -66,7 +68,10 @@ pub async fn embed_pending(
     let mut done = 0u64;
     loop {
         let rows = client
-            .query(&select, &[&model, &last, &(batch as i64)])
+            .query(
+                &select,
+                &[&model, &last, &((batch * workers.max(1)) as i64)],
+            )
             .await?;
         if rows.is_empty() {
             break;
@@ -74,8 +79,19 @@ pub async fn embed_pending(
         let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
         let texts: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
         let hashes: Vec<String> = rows.iter().map(|r| r.get(2)).collect();
-        let vectors = embedder.embed(&texts, EmbedKind::Document).await?;
-        let vectors: Vec<Vector> = vectors.into_iter().map(Vector::from).collect();
+        let calls = texts
+            .chunks(batch.max(1))
+            .map(|chunk| embedder.embed(chunk, EmbedKind::Document));
+        let mut vectors: Vec<Vector> = Vec::with_capacity(texts.len());
+        for part in futures_util::future::try_join_all(calls).await? {
+            vectors.extend(part.into_iter().map(Vector::from));
+        }
+        anyhow::ensure!(
+            vectors.len() == ids.len(),
+            "the embedder returned {} vectors for {} texts",
+            vectors.len(),
+            ids.len()
+        );
         client
             .execute(&update, &[&ids, &vectors, &hashes, &model])
             .await?;

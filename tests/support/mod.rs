@@ -193,7 +193,7 @@ pub async fn ensure_template() -> String {
             .await
             .expect("load sample into template");
             let embedder = HashingEmbedder::new(384);
-            mosaic::embed_job::embed_pending(&c, &embedder, 500, &mut |_, _, _| {})
+            mosaic::embed_job::embed_pending(&c, &embedder, 500, 1, &mut |_, _, _| {})
                 .await
                 .expect("embed template");
             c.batch_execute("VACUUM ANALYZE").await.expect("vacuum");

@@ -11,16 +11,28 @@ use serde_json::Value;
 
 /// `get_product_evidence`: `args` is the flat logical-argument object
 /// (`retrieval_scope_id`, `product_id`, `evidence_query`, optional `limit`).
-pub async fn get_product_evidence(_ctx: &Ctx, _principal: &Principal, _args: &Value) -> Result<Value, Error> {
+pub async fn get_product_evidence(
+    _ctx: &Ctx,
+    _principal: &Principal,
+    _args: &Value,
+) -> Result<Value, Error> {
     Err(Error::NotFound)
 }
 
 /// `compare_products`: `retrieval_scope_id`, `product_ids` (2..5, distinct).
-pub async fn compare_products(_ctx: &Ctx, _principal: &Principal, _args: &Value) -> Result<Value, Error> {
+pub async fn compare_products(
+    _ctx: &Ctx,
+    _principal: &Principal,
+    _args: &Value,
+) -> Result<Value, Error> {
     Err(Error::NotFound)
 }
 
 /// `explain_retrieval`: `retrieval_scope_id`.
-pub async fn explain_retrieval(_ctx: &Ctx, _principal: &Principal, _args: &Value) -> Result<Value, Error> {
+pub async fn explain_retrieval(
+    _ctx: &Ctx,
+    _principal: &Principal,
+    _args: &Value,
+) -> Result<Value, Error> {
     Err(Error::NotFound)
 }

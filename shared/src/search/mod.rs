@@ -622,7 +622,12 @@ impl Member {
 
 /// `search_products` over a JSON argument object of the given shape, for
 /// transports that speak JSON.
-pub async fn search_json(ctx: &Ctx, principal: &Principal, args: &Value, shape: Shape) -> Result<Value, Error> {
+pub async fn search_json(
+    ctx: &Ctx,
+    principal: &Principal,
+    args: &Value,
+    shape: Shape,
+) -> Result<Value, Error> {
     let req = SearchRequest::from_json(args, shape, &ctx.profile)?;
     let resp = search(ctx, principal, req).await?;
     serde_json::to_value(resp).map_err(|e| Error::Internal(e.to_string()))
