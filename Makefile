@@ -6,7 +6,7 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/mosaic/target
 MOSAIC := $(CARGO_TARGET_DIR)/debug/mosaic
 PRODUCTS ?= 5000
 
-.PHONY: demo test db db-stop model build migrate sample embed stats fmt lint clean-test-dbs help
+.PHONY: demo test db db-stop model build check-template migrate sample embed stats fmt lint clean-test-dbs help
 
 help:
 	@echo "make demo   - local database, sample catalog, embeddings, statistics"
@@ -44,7 +44,10 @@ demo: embed
 clean-test-dbs: db
 	@bash scripts/db.sh psql -qAtc "SELECT 'DROP DATABASE ' || quote_ident(datname) || ' WITH (FORCE);' FROM pg_database WHERE datname LIKE 'mt\_%'" | bash scripts/db.sh psql -q >/dev/null
 
-test: db model clean-test-dbs
+check-template:
+	@bash scripts/check-template.sh
+
+test: db model clean-test-dbs check-template
 	cargo test --workspace --no-fail-fast
 
 fmt:
