@@ -6,10 +6,10 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/mosaic/target
 MOSAIC := $(CARGO_TARGET_DIR)/debug/mosaic
 PRODUCTS ?= 5000
 
-.PHONY: demo test db db-stop model build check-template migrate sample embed stats fmt lint clean-test-dbs help
+.PHONY: demo demo-stop test db db-stop model build check-template migrate sample embed stats fmt lint clean-test-dbs help
 
 help:
-	@echo "make demo   - local database, sample catalog, embeddings, statistics"
+	@echo "make demo   - local database, sample catalog, embeddings, server, example calls"
 	@echo "make test   - everything needed, then every test"
 	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
 	@echo "make db-stop"
@@ -38,8 +38,11 @@ embed: sample model
 stats:
 	$(MOSAIC) stats
 
-demo: embed
-	@$(MOSAIC) stats
+demo:
+	@bash scripts/demo.sh
+
+demo-stop:
+	@if [ -f .mosaic/serve.pid ]; then kill $$(cat .mosaic/serve.pid) 2>/dev/null || true; rm -f .mosaic/serve.pid; echo "server stopped"; fi
 
 clean-test-dbs: db
 	@bash scripts/db.sh psql -qAtc "SELECT 'DROP DATABASE ' || quote_ident(datname) || ' WITH (FORCE);' FROM pg_database WHERE datname LIKE 'mt\_%'" | bash scripts/db.sh psql -q >/dev/null
@@ -48,6 +51,7 @@ check-template:
 	@bash scripts/check-template.sh
 
 test: db model clean-test-dbs check-template
+	cargo build -p search-products -p get-product-evidence -p compare-products -p explain-retrieval
 	cargo test --workspace --no-fail-fast
 
 fmt:

@@ -736,45 +736,84 @@ async fn metadata_only_results_carry_null_scores_and_a_filter_reason() {
 }
 
 #[tokio::test]
-async fn a_negated_term_stays_excluded_in_the_back_off() {
+async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let db = TestDb::with_sample("negation").await;
     let mut c = db.runtime().await;
     let profile = RetrievalProfile::default();
     let q = "wireless headphones zzyzxnotaword -bluetooth";
     let tx = c.transaction().await.unwrap();
-    let lexical = arms::lexical(&tx, &Eligibility::new(&Filters::default()), q, &profile)
-        .await
-        .unwrap();
+    let elig = Eligibility::with_query(&Filters::default(), Some(q));
+    let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
     assert_eq!(lexical.mode.as_deref(), Some("backoff_any_term"));
     assert!(
         lexical.returned > 10,
         "the back-off found too little: {}",
         lexical.returned
     );
+    let mentions = |ids: Vec<String>| {
+        let tx = &tx;
+        async move {
+            tx.query_one(
+                "SELECT count(*) FROM search.product_projection
+                 WHERE product_id = ANY ($1) AND document @@ to_tsquery('english', 'bluetooth')",
+                &[&ids],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+        }
+    };
     let ids: Vec<String> = lexical
         .candidates
         .iter()
         .map(|(id, _)| id.clone())
         .collect();
-    let with_term: i64 = tx
-        .query_one(
-            "SELECT count(*) FROM search.product_projection
-             WHERE product_id = ANY ($1) AND document @@ to_tsquery('english', 'bluetooth')",
-            &[&ids],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(with_term, 0, "a negated term came back in the back-off");
-    // And the strict query excluded it too.
+    assert_eq!(
+        mentions(ids).await,
+        0,
+        "a negated term came back in the back-off"
+    );
+    // The strict query excludes it too.
+    let strict_q = "headphones -bluetooth";
     let strict = arms::lexical(
         &tx,
-        &Eligibility::new(&Filters::default()),
-        "headphones -bluetooth",
+        &Eligibility::with_query(&Filters::default(), Some(strict_q)),
+        strict_q,
         &profile,
     )
     .await
     .unwrap();
     assert_eq!(strict.mode.as_deref(), Some("strict"));
     assert!(strict.returned > 0);
+    // Without the negation, plenty of candidates mention it: the test can fail.
+    let plain = arms::lexical(
+        &tx,
+        &Eligibility::new(&Filters::default()),
+        "wireless headphones bluetooth",
+        &profile,
+    )
+    .await
+    .unwrap();
+    let plain_ids: Vec<String> = plain.candidates.iter().map(|(id, _)| id.clone()).collect();
+    assert!(mentions(plain_ids).await > 0);
+    tx.commit().await.unwrap();
+
+    // Through the whole pipeline: no pool member of any arm mentions it.
+    let ctx = ctx(&db, profile);
+    let r = run(&ctx, json!({"query": "over-ear headphones -bluetooth", "limit": 50, "include_diagnostics": true}))
+        .await
+        .unwrap();
+    let d = r.diagnostics.as_ref().unwrap();
+    assert!(d.arms["semantic"].returned > 0 && d.arms["lexical"].returned > 0);
+    let rt = db.runtime().await;
+    let leaked: i64 = rt
+        .query_one(
+            "SELECT count(*) FROM receipts.search_candidates c JOIN search.product_projection p USING (product_id)
+             WHERE c.search_event_id = $1 AND p.document @@ to_tsquery('english', 'bluetooth')",
+            &[&r.search_event_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(leaked, 0, "a negated term reached the pool");
 }

@@ -3,8 +3,12 @@
 //! It manages the local database, applies migrations, loads and embeds the
 //! catalog. Every subcommand is a thin adapter over the `mosaic` library.
 
+mod contract_cmd;
 mod embedder;
+mod eval_cmd;
+mod scoped_cmd;
 mod search_cmd;
+mod serve_cmd;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -46,7 +50,45 @@ impl RuntimeArgs {
         let profile = mosaic::RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
         let ctx =
             mosaic::Ctx::plain(&self.url, connections, profile).map_err(anyhow::Error::msg)?;
-        Ok(ctx.with_embedder(embedder.build()?))
+        let embedder = embedder.build()?;
+        // MOSAIC_RERANKER: `local` (default) or `none`.
+        let ctx = match std::env::var("MOSAIC_RERANKER").as_deref() {
+            Ok("none") => ctx,
+            Ok("local") | Err(_) => ctx.with_reranker(std::sync::Arc::new(
+                mosaic::rerank::local::LocalReranker::new(embedder.clone()),
+            )),
+            Ok(other) => anyhow::bail!("MOSAIC_RERANKER={other:?}: use `local` or `none`"),
+        };
+        Ok(ctx.with_embedder(embedder))
+    }
+}
+
+/// Where an operation runs: in-process (default) or against `--server`.
+#[derive(Args, Clone)]
+struct TargetArgs {
+    /// Base URL of a running `mosaic serve` (e.g. http://127.0.0.1:8787);
+    /// without it the operation runs in-process.
+    #[arg(long, env = "MOSAIC_SERVER")]
+    server: Option<String>,
+    /// Principal of the caller (receipts are bound to it).
+    #[arg(long, default_value = "anonymous")]
+    principal: String,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    embedder: embedder::EmbedderArgs,
+}
+
+impl TargetArgs {
+    fn target(&self) -> Result<scoped_cmd::Target> {
+        Ok(match &self.server {
+            Some(url) => scoped_cmd::Target::Server(url.clone()),
+            None => scoped_cmd::Target::Local(self.runtime.ctx(&self.embedder, 2)?),
+        })
+    }
+
+    fn principal(&self) -> mosaic::Principal {
+        mosaic::Principal(self.principal.clone())
     }
 }
 
@@ -123,14 +165,65 @@ enum Command {
         /// Print the JSON response instead of a table.
         #[arg(long)]
         json: bool,
-        /// Principal recorded in the receipt.
-        #[arg(long, default_value = "anonymous")]
-        principal: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Evidence for one granted product of a search (get_product_evidence).
+    Evidence {
+        /// The search_event_id of the search (the retrieval scope).
+        event: String,
+        product_id: String,
+        /// The question the evidence should answer.
+        question: String,
+        #[arg(long, default_value_t = 5)]
+        limit: i64,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Compare 2 to 5 granted products of a search (compare_products).
+    Compare {
+        event: String,
+        #[arg(num_args = 2..=5, required = true)]
+        product_ids: Vec<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Show what a search did: the event and its whole pool (explain_retrieval).
+    Explain {
+        event: String,
+        /// Pool rows to print.
+        #[arg(long, default_value_t = 15)]
+        rows: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Serve the HTTP API locally (the routes of the Lambda functions).
+    Serve {
+        /// Address to listen on.
+        #[arg(long, env = "MOSAIC_ADDR", default_value = serve_cmd::DEFAULT_ADDR)]
+        addr: std::net::SocketAddr,
         #[command(flatten)]
         runtime: RuntimeArgs,
         #[command(flatten)]
         embedder: embedder::EmbedderArgs,
     },
+    /// Generate the artefacts projected from the contract (SKILL.md table,
+    /// HTTP reference, OpenAPI, AgentCore tools); --check only compares.
+    Contract {
+        #[arg(value_parser = ["generate"])]
+        action: String,
+        /// Write nothing; fail when a generated file is missing or differs.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Measure retrieval quality (`eval generate` writes a judged query set).
+    Eval(eval_cmd::EvalArgs),
     /// Print catalog statistics.
     Stats {
         #[command(flatten)]
@@ -139,6 +232,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+fn print_or_json(
+    v: &serde_json::Value,
+    json: bool,
+    table: impl Fn(&serde_json::Value),
+) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(v)?);
+    } else {
+        table(v);
+    }
+    Ok(())
 }
 
 /// Prints load progress: one updating line on a terminal, plain lines in logs.
@@ -318,11 +424,8 @@ async fn main() -> Result<()> {
             authorized_limit,
             no_rerank,
             json,
-            principal,
-            runtime,
-            embedder,
+            target,
         } => {
-            let ctx = runtime.ctx(&embedder, 2)?;
             let mut body = serde_json::json!({
                 "limit": limit,
                 "rerank": !no_rerank,
@@ -335,8 +438,59 @@ async fn main() -> Result<()> {
             if let Some(a) = authorized_limit {
                 body["authorized_limit"] = a.into();
             }
-            search_cmd::run(&ctx, &mosaic::Principal(principal), body, json).await?;
+            let r = scoped_cmd::search(&target.target()?, &target.principal(), body).await?;
+            print_or_json(&r, json, search_cmd::print_table)?;
         }
+        Command::Evidence {
+            event,
+            product_id,
+            question,
+            limit,
+            json,
+            target,
+        } => {
+            let t = target.target()?;
+            let r = scoped_cmd::evidence(
+                &t,
+                &target.principal(),
+                &event,
+                &product_id,
+                &question,
+                limit,
+            )
+            .await?;
+            print_or_json(&r, json, scoped_cmd::print_evidence)?;
+        }
+        Command::Compare {
+            event,
+            product_ids,
+            json,
+            target,
+        } => {
+            let r =
+                scoped_cmd::compare(&target.target()?, &target.principal(), &event, &product_ids)
+                    .await?;
+            print_or_json(&r, json, scoped_cmd::print_compare)?;
+        }
+        Command::Explain {
+            event,
+            rows,
+            json,
+            target,
+        } => {
+            let r = scoped_cmd::explain(&target.target()?, &target.principal(), &event).await?;
+            print_or_json(&r, json, |v| scoped_cmd::print_explain(v, rows))?;
+        }
+        Command::Serve {
+            addr,
+            runtime,
+            embedder,
+        } => {
+            let ctx = runtime.ctx(&embedder, serve_cmd::POOL_SIZE)?;
+            serve_cmd::run(ctx, addr).await?;
+        }
+        Command::Contract { action, check } => contract_cmd::run(&action, check)?,
+        Command::Eval(args) => eval_cmd::run(args).await?,
         Command::Stats { db: d, json } => {
             let client = connect(&d).await?;
             let s = mosaic::catalog::stats(&client).await?;

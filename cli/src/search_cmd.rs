@@ -2,8 +2,7 @@
 //! readable table (or the JSON response).
 
 use anyhow::{bail, Result};
-use mosaic::search::{SearchResponse, Shape};
-use mosaic::{Ctx, Principal};
+
 use serde_json::{Map, Value};
 
 const NUMERIC: &[&str] = &["min_price_cents", "max_price_cents", "min_rating"];
@@ -38,8 +37,12 @@ pub fn parse_filters(args: &[String]) -> Result<Map<String, Value>> {
     Ok(filters)
 }
 
-fn rank(s: &Option<mosaic::search::SignalOut>) -> String {
-    s.map_or_else(|| "-".into(), |s| s.rank.to_string())
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(x) => x.clone(),
+        other => other.to_string(),
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -50,87 +53,78 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// Prints a search response as a table.
-pub fn print_table(r: &SearchResponse) {
+fn fixed(v: &Value, places: usize) -> String {
+    v.as_f64()
+        .map_or_else(|| "-".into(), |f| format!("{f:.places$}"))
+}
+
+/// Prints a search response (the JSON the service returns) as a table.
+pub fn print_table(r: &Value) {
     println!(
         "event {}  strategy {}  query {:?}",
-        r.search_event_id,
-        r.strategy.as_str(),
-        r.normalized_query.as_deref().unwrap_or("")
+        cell(&r["search_event_id"]),
+        cell(&r["strategy"]),
+        r["normalized_query"].as_str().unwrap_or("")
     );
-    println!(
-        "{:>4}  {:<46} {:>10}  {:>4} {:>4} {:>4}  {:>7}  {:>7}  {}",
-        "rank", "product", "price", "lex", "tri", "sem", "rrf", "rerank", "granted"
+    let (rank, product, price, lex, tri, sem, rrf, rerank) = (
+        "rank", "product", "price", "lex", "tri", "sem", "rrf", "rerank",
     );
-    for x in &r.results {
-        let title = if x.exact_match {
-            format!("{} [exact]", x.title)
+    println!("{rank:>4}  {product:<46} {price:>10}  {lex:>4} {tri:>4} {sem:>4}  {rrf:>7}  {rerank:>7}  granted");
+    for x in r["results"].as_array().into_iter().flatten() {
+        let title = cell(&x["title"]);
+        let title = if x["exact_match"].as_bool() == Some(true) {
+            format!("{title} [exact]")
         } else {
-            x.title.clone()
+            title
         };
+        let sig = &x["signals"];
         println!(
             "{:>4}  {:<46} {:>10}  {:>4} {:>4} {:>4}  {:>7}  {:>7}  {}",
-            x.rank,
+            cell(&x["rank"]),
             truncate(&title, 46),
-            format!("{:.2} {}", x.price_cents as f64 / 100.0, x.currency),
-            rank(&x.signals.lexical),
-            rank(&x.signals.trigram),
-            rank(&x.signals.semantic),
-            x.signals
-                .rrf_score
-                .map_or_else(|| "-".into(), |s| format!("{s:.4}")),
-            x.signals
-                .rerank_score
-                .map_or_else(|| "-".into(), |s| format!("{s:.3}")),
-            if x.granted { "yes" } else { "no" },
+            format!(
+                "{:.2} {}",
+                x["price_cents"].as_f64().unwrap_or(0.0) / 100.0,
+                cell(&x["currency"])
+            ),
+            cell(&sig["lexical"]["rank"]),
+            cell(&sig["trigram"]["rank"]),
+            cell(&sig["semantic"]["rank"]),
+            fixed(&sig["rrf_score"], 4),
+            fixed(&sig["rerank_score"], 3),
+            if x["granted"].as_bool() == Some(true) {
+                "yes"
+            } else {
+                "no"
+            },
         );
     }
-    if let Some(d) = &r.diagnostics {
-        let arms: Vec<String> = d
-            .arms
-            .iter()
+    let d = &r["diagnostics"];
+    if d.is_object() {
+        let arms: Vec<String> = d["arms"]
+            .as_object()
+            .into_iter()
+            .flatten()
             .map(|(name, a)| {
-                format!("{name} {} ({:?}, {:.1} ms)", a.returned, a.verdict, a.ms).to_lowercase()
+                format!(
+                    "{name} {} ({}, {} ms)",
+                    cell(&a["returned"]),
+                    cell(&a["verdict"]),
+                    fixed(&a["ms"], 1)
+                )
             })
             .collect();
         println!("arms: {}", arms.join("; "));
         println!(
-            "semantic route {}  eligible {}  pool {}  rerank {}  total {:.1} ms",
-            d.semantic_route.as_deref().unwrap_or("-"),
-            d.eligible_estimate
-                .map_or_else(|| "-".into(), |e| e.to_string()),
-            d.pool_size,
-            d.rerank_status,
-            d.timings_ms.get("total").copied().unwrap_or_default()
+            "semantic route {}  eligible {}  pool {}  rerank {}  total {} ms",
+            cell(&d["semantic_route"]),
+            cell(&d["eligible_estimate"]),
+            cell(&d["pool_size"]),
+            cell(&d["rerank_status"]),
+            fixed(&d["timings_ms"]["total"], 1)
         );
-        for w in &d.warnings {
-            println!("warning: {w}");
+        for w in d["warnings"].as_array().into_iter().flatten() {
+            println!("warning: {}", cell(w));
         }
     }
-}
-
-/// Runs one search and prints it.
-pub async fn run(
-    ctx: &Ctx,
-    principal: &Principal,
-    body: Value,
-    json: bool,
-) -> Result<SearchResponse> {
-    let req = match mosaic::search::SearchRequest::from_json(&body, Shape::Nested, &ctx.profile) {
-        Ok(r) => r,
-        Err(e) => bail!(
-            "{} ({})",
-            e,
-            e.body()["error"]["code"].as_str().unwrap_or("")
-        ),
-    };
-    let resp = mosaic::search::search(ctx, principal, req)
-        .await
-        .map_err(|e| anyhow::anyhow!("search failed: {e}"))?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&resp)?);
-    } else {
-        print_table(&resp);
-    }
-    Ok(resp)
 }

@@ -15,6 +15,7 @@ pub enum Code {
     InvalidArgument,
     UnknownField,
     PayloadTooLarge,
+    Unauthenticated,
     NotFound,
     Unavailable,
     Internal,
@@ -27,6 +28,7 @@ impl Code {
             Code::InvalidArgument => "invalid_argument",
             Code::UnknownField => "unknown_field",
             Code::PayloadTooLarge => "payload_too_large",
+            Code::Unauthenticated => "unauthenticated",
             Code::NotFound => "not_found",
             Code::Unavailable => "unavailable",
             Code::Internal => "internal",
@@ -37,6 +39,7 @@ impl Code {
         match self {
             Code::InvalidJson | Code::InvalidArgument | Code::UnknownField => 400,
             Code::PayloadTooLarge => 413,
+            Code::Unauthenticated => 401,
             Code::NotFound => 404,
             Code::Unavailable => 503,
             Code::Internal => 500,
@@ -49,7 +52,8 @@ pub const NOT_FOUND_MESSAGE: &str = "no such retrieval scope or product";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Bad input: a 4xx naming the field at fault. Nothing was written.
+    /// Bad input (or an unauthenticated caller): a 4xx, naming the field at
+    /// fault where one is. Nothing was written.
     #[error("{message}")]
     Invalid {
         code: Code,
@@ -98,6 +102,16 @@ impl Error {
             code: Code::PayloadTooLarge,
             field: None,
             message: format!("request body is larger than {limit} bytes"),
+        }
+    }
+
+    /// The transport could not establish who is calling (no authenticated
+    /// principal, and anonymous calls are not allowed). Nothing ran.
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        Error::Invalid {
+            code: Code::Unauthenticated,
+            field: None,
+            message: message.into(),
         }
     }
 

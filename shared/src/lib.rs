@@ -4,16 +4,25 @@
 //! `mosaic` CLI) only map arguments and envelopes onto the plain async
 //! functions exported here, chiefly [`search::search`].
 
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod catalog;
 pub mod context;
+pub mod contract;
 pub mod db;
 pub mod embed;
 pub mod embed_job;
 pub mod error;
+pub mod eval;
+pub mod http;
+#[cfg(feature = "lambda")]
+pub mod lambda;
 pub mod profile;
 pub mod rerank;
 pub mod scope;
 pub mod search;
+#[cfg(feature = "server")]
+pub mod server;
 
 pub use context::{Ctx, Principal};
 pub use error::Error;

@@ -1,13 +1,23 @@
-//! The `search-products` Lambda function.
+//! The `search-products` Lambda function: `search_products`.
 //!
-//! Not deployable yet: the Lambda handler for this operation has not been
-//! wired. Running it prints this notice and exits with status 2 rather than
-//! pretending to serve.
+//! It searches the catalog (hybrid retrieval with a receipt) and, over API Gateway, also serves `GET /api/tools` and `GET /api/openapi.json`.
+//!
+//! All of it lives in [`mosaic::lambda`]: the binary reads its configuration
+//! from the environment once per container (`MOSAIC_DATABASE_URL`,
+//! `MOSAIC_EMBEDDER`, `MOSAIC_ALLOW_ANONYMOUS`, ...), then answers both
+//! event kinds it can be sent:
+//!
+//! - API Gateway HTTP API (payload 2.0) events, through the shared HTTP
+//!   router, answered as proxy results with the router's status codes;
+//! - AgentCore Gateway Lambda-target calls (the flat tool arguments, the tool
+//!   name `<target>___search_products` in the client context), answered with the
+//!   operation's output or the `{"error": {...}}` envelope.
+//!
+//! Sample events for both kinds are in `events/search-products/`.
 
-fn main() {
-    eprintln!(
-        "search-products: the Lambda handler for this operation is not implemented in this build; \
-         use `mosaic serve` for the local HTTP API"
-    );
-    std::process::exit(2);
+use mosaic::lambda::{run, Operation};
+
+#[tokio::main]
+async fn main() -> Result<(), mosaic::lambda::BoxError> {
+    run(Operation::SearchProducts).await
 }

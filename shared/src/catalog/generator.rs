@@ -114,7 +114,13 @@ impl Generator {
             }
         }
 
-        let adjective = *ADJECTIVES.choose(&mut rng).expect("adjectives");
+        // The marketing adjective never repeats the model suffix ("Pro Pro").
+        let adjectives: Vec<&str> = ADJECTIVES
+            .iter()
+            .copied()
+            .filter(|a| *a != suffix)
+            .collect();
+        let adjective = *adjectives.choose(&mut rng).expect("adjectives");
         let lead = features.first().cloned().unwrap_or_default();
         let title = format!("{brand} {model} {adjective} {noun}");
         let description = format!(

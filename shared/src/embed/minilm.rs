@@ -184,6 +184,21 @@ impl Embedder for MiniLmEmbedder {
         DIMENSION
     }
 
+    async fn embed_for_scoring(
+        &self,
+        texts: &[String],
+        _kind: EmbedKind,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || inner.embed_padded(&texts))
+            .await
+            .map_err(|e| EmbedError::Failed(format!("embedding task failed: {e}")))?
+    }
+
     /// The model is symmetric: queries and documents are encoded alike.
     async fn embed(&self, texts: &[String], _kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
@@ -234,6 +249,31 @@ impl Inner {
                 out[i] = v;
             }
             start = end;
+        }
+        Ok(out)
+    }
+
+    /// Like [`Inner::embed`], but texts of different lengths share a padded
+    /// batch (sorted by length, so padding stays small). Much faster for
+    /// many short texts; a vector may then differ from its unbatched value
+    /// in the seventh decimal, so this serves scoring only, never stored
+    /// embeddings.
+    fn embed_padded(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let ids: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| self.encode(t).map(|e| e.get_ids().to_vec()))
+            .collect::<Result<_, _>>()?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| ids[i].len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for group in order.chunks(MAX_BATCH) {
+            let seqs: Vec<&[u32]> = group.iter().map(|&i| ids[i].as_slice()).collect();
+            let vectors = self
+                .forward(&seqs)
+                .map_err(|e| EmbedError::Failed(format!("model forward pass: {e}")))?;
+            for (&i, v) in group.iter().zip(vectors) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }

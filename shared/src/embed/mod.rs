@@ -46,6 +46,17 @@ pub trait Embedder: Send + Sync {
     /// Embeds a batch of texts; the result has one L2-normalised vector per
     /// input, in input order.
     async fn embed(&self, texts: &[String], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// Embeds texts that are only compared, never stored (the local
+    /// reranker's documents): an embedder may trade bitwise reproducibility
+    /// across batch sizes for speed here. Defaults to [`Embedder::embed`].
+    async fn embed_for_scoring(
+        &self,
+        texts: &[String],
+        kind: EmbedKind,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed(texts, kind).await
+    }
 }
 
 /// Cosine similarity of two vectors (they need not be normalised).

@@ -6,6 +6,8 @@
 //! left out keep their fused order behind the scored ones, and pinned
 //! members (exact identifier matches) stay in front whatever the scores say.
 
+pub mod local;
+
 use async_trait::async_trait;
 
 #[derive(Debug, thiserror::Error)]

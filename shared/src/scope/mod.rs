@@ -1,38 +1,222 @@
 //! Scoped operations: evidence, comparison and explanation of one retrieval
 //! event, bounded by what that event granted to its principal.
 //!
+//! A `retrieval_scope_id` is the `search_event_id` of a receipt. It is a
+//! capability handle: evidence and comparison are allowed only for products
+//! the event *granted* (served within its `authorized_limit`) to the same
+//! principal, and the grant is checked in the same SQL statement that reads
+//! the data, so there is no window between check and use. Explanation reads
+//! the whole receipt and grants nothing.
+//!
 //! Every refusal (unknown or malformed scope id, event of another principal,
 //! event without explicit authorization, product outside the grant, product
-//! that does not exist) is the same [`Error::NotFound`].
+//! that does not exist) is the same [`Error::NotFound`]. Malformed *input*
+//! (wrong types, unknown fields, out-of-range numbers) is a 400 naming the
+//! field, checked before anything runs; a database failure is
+//! [`Error::Unavailable`].
+
+mod compare;
+mod evidence;
+mod explain;
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
-use serde_json::Value;
+use crate::search::SignalOut;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio_postgres::Row;
+use uuid::Uuid;
 
 /// `get_product_evidence`: `args` is the flat logical-argument object
 /// (`retrieval_scope_id`, `product_id`, `evidence_query`, optional `limit`).
 pub async fn get_product_evidence(
-    _ctx: &Ctx,
-    _principal: &Principal,
-    _args: &Value,
+    ctx: &Ctx,
+    principal: &Principal,
+    args: &Value,
 ) -> Result<Value, Error> {
-    Err(Error::NotFound)
+    evidence::run(ctx, principal, args).await
 }
 
 /// `compare_products`: `retrieval_scope_id`, `product_ids` (2..5, distinct).
 pub async fn compare_products(
-    _ctx: &Ctx,
-    _principal: &Principal,
-    _args: &Value,
+    ctx: &Ctx,
+    principal: &Principal,
+    args: &Value,
 ) -> Result<Value, Error> {
-    Err(Error::NotFound)
+    compare::run(ctx, principal, args).await
 }
 
 /// `explain_retrieval`: `retrieval_scope_id`.
 pub async fn explain_retrieval(
-    _ctx: &Ctx,
-    _principal: &Principal,
-    _args: &Value,
+    ctx: &Ctx,
+    principal: &Principal,
+    args: &Value,
 ) -> Result<Value, Error> {
-    Err(Error::NotFound)
+    explain::run(ctx, principal, args).await
+}
+
+/// The longest product id the catalog accepts.
+pub const MAX_PRODUCT_ID_CHARS: usize = 64;
+
+/// The argument object, with every key checked against `allowed`.
+fn object<'a>(args: &'a Value, allowed: &[&str]) -> Result<&'a Map<String, Value>, Error> {
+    let obj = args
+        .as_object()
+        .ok_or_else(|| Error::invalid_json("the arguments must be a JSON object"))?;
+    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(Error::unknown_field(k)),
+        None => Ok(obj),
+    }
+}
+
+/// A parsed `retrieval_scope_id`: `None` when the string is not a UUID.
+///
+/// A malformed id is not a 400 but a refusal, like any unknown id; the
+/// caller turns `None` into [`Error::NotFound`] once every other argument
+/// has been validated.
+fn scope_id(obj: &Map<String, Value>) -> Result<Option<Uuid>, Error> {
+    const F: &str = "retrieval_scope_id";
+    match obj.get(F) {
+        None | Some(Value::Null) => Err(Error::invalid(F, format!("`{F}` is required"))),
+        Some(Value::String(s)) => Ok(Uuid::try_parse(s.trim()).ok()),
+        Some(_) => Err(Error::invalid(F, format!("`{F}` must be a string"))),
+    }
+}
+
+/// A product id: a non-empty string of at most 64 characters. Whether it
+/// exists is not a validation question: an unknown id is a refusal.
+fn product_id(v: &Value, field: &str) -> Result<String, Error> {
+    match v {
+        Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_PRODUCT_ID_CHARS => {
+            Ok(s.clone())
+        }
+        _ => Err(Error::invalid(
+            field,
+            format!("`{field}` must be a product id: a string of 1 to {MAX_PRODUCT_ID_CHARS} characters"),
+        )),
+    }
+}
+
+/// A required free-text argument: trimmed, non-empty, at most `max` chars,
+/// no control characters.
+fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Error> {
+    let s = match obj.get(field) {
+        None | Some(Value::Null) => {
+            return Err(Error::invalid(field, format!("`{field}` is required")))
+        }
+        Some(Value::String(s)) => s.trim(),
+        Some(_) => return Err(Error::invalid(field, format!("`{field}` must be a string"))),
+    };
+    if s.is_empty() {
+        return Err(Error::invalid(
+            field,
+            format!("`{field}` must not be empty"),
+        ));
+    }
+    if s.chars().count() > max {
+        return Err(Error::invalid(
+            field,
+            format!("`{field}` is longer than {max} characters"),
+        ));
+    }
+    if s.chars().any(|c| c.is_control() && !c.is_whitespace()) {
+        return Err(Error::invalid(
+            field,
+            format!("`{field}` contains control characters"),
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// An optional whole number in `min..=max`.
+fn integer(
+    obj: &Map<String, Value>,
+    field: &str,
+    min: i64,
+    max: i64,
+    default: i64,
+) -> Result<i64, Error> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) if (min..=max).contains(&i) => Ok(i),
+            _ => Err(Error::invalid(
+                field,
+                format!("`{field}` must be a whole number from {min} to {max}"),
+            )),
+        },
+        Some(_) => Err(Error::invalid(field, format!("`{field}` must be a number"))),
+    }
+}
+
+/// What a receipt recorded about one candidate's retrieval, read from a row
+/// holding the `receipts.search_candidates` signal columns by name.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+struct ReceiptSignals {
+    lexical: Option<SignalOut>,
+    trigram: Option<SignalOut>,
+    semantic: Option<SignalOut>,
+    rrf_score: Option<f64>,
+    rerank_score: Option<f64>,
+}
+
+impl ReceiptSignals {
+    fn from_row(row: &Row) -> Self {
+        let arm = |arm: &str| {
+            let rank: Option<i32> = row.get(format!("{arm}_rank").as_str());
+            let score: Option<f64> = row.get(format!("{arm}_score").as_str());
+            rank.zip(score)
+                .map(|(rank, score)| SignalOut { rank, score })
+        };
+        ReceiptSignals {
+            lexical: arm("lexical"),
+            trigram: arm("trigram"),
+            semantic: arm("semantic"),
+            rrf_score: row.get("rrf_score"),
+            rerank_score: row.get("rerank_score"),
+        }
+    }
+}
+
+/// A `real` star rating as the number it was written as (4.3, not
+/// 4.300000190734863): the shortest decimal that round-trips the `f32`.
+fn stars(r: Option<f32>) -> Option<f64> {
+    r.map(|x| x.to_string().parse().unwrap_or(f64::from(x)))
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<Value, Error> {
+    serde_json::to_value(v).map_err(|e| Error::Internal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn scope_ids_parse() {
+        let id = Uuid::new_v4().to_string();
+        let obj = json!({"retrieval_scope_id": id});
+        assert_eq!(
+            scope_id(obj.as_object().unwrap())
+                .unwrap()
+                .map(|u| u.to_string()),
+            Some(id)
+        );
+        let malformed = json!({"retrieval_scope_id": "P0000001"});
+        assert_eq!(scope_id(malformed.as_object().unwrap()).unwrap(), None);
+        for bad in [json!({}), json!({"retrieval_scope_id": 7})] {
+            assert_eq!(
+                scope_id(bad.as_object().unwrap()).unwrap_err().status(),
+                400
+            );
+        }
+    }
+
+    #[test]
+    fn star_ratings_keep_their_written_value() {
+        assert_eq!(stars(Some(4.3)), Some(4.3));
+        assert_eq!(stars(Some(3.8)), Some(3.8));
+        assert_eq!(stars(None), None);
+    }
 }

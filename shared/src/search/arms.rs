@@ -82,7 +82,7 @@ impl ArmResult {
     }
 }
 
-/// Bound parameters $1..$9 of the eligibility predicate.
+/// Bound parameters $1..$10 of the eligibility predicate.
 pub struct Eligibility {
     domain: Option<String>,
     category_key: Option<String>,
@@ -93,10 +93,27 @@ pub struct Eligibility {
     max_price: Option<i64>,
     min_rating: Option<f32>,
     attributes: Option<serde_json::Value>,
+    negated: Option<String>,
 }
 
 impl Eligibility {
+    /// The filters alone (no query text).
     pub fn new(f: &Filters) -> Self {
+        Self::with_query(f, None)
+    }
+
+    /// The filters plus the query's negated terms, which every arm excludes.
+    pub fn with_query(f: &Filters, query: Option<&str>) -> Self {
+        let negated = query
+            .map(lexical_terms)
+            .filter(|t| !t.negated.is_empty())
+            .map(|t| {
+                t.negated
+                    .iter()
+                    .map(|n| n.trim_start_matches('-').to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            });
         Eligibility {
             domain: f.domain.clone(),
             category_key: f.category_key.clone(),
@@ -107,10 +124,11 @@ impl Eligibility {
             max_price: f.max_price_cents,
             min_rating: f.min_rating,
             attributes: f.attributes.clone().map(serde_json::Value::Object),
+            negated,
         }
     }
 
-    /// `$1..$9` followed by the arm's own parameters.
+    /// `$1..$10` followed by the arm's own parameters.
     pub fn params<'a>(&'a self, extra: &[&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
         let mut p: Vec<&(dyn ToSql + Sync)> = vec![
             &self.domain,
@@ -122,6 +140,7 @@ impl Eligibility {
             &self.max_price,
             &self.min_rating,
             &self.attributes,
+            &self.negated,
         ];
         p.extend_from_slice(extra);
         p
@@ -183,27 +202,24 @@ pub async fn lexical<C: GenericClient>(
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
     let terms = lexical_terms(query);
-    let negated: Option<String> = (!terms.negated.is_empty()).then(|| terms.negated.join(" "));
     let budget = profile.lexical_scan_budget;
     let limit = profile.lexical_limit;
-    let run = |text: String, negated: Option<String>| async move {
+    let run = |text: String| async move {
         let rows = db
-            .query(
-                LEXICAL_SQL,
-                &elig.params(&[&text, &negated, &budget, &limit]),
-            )
+            .query(LEXICAL_SQL, &elig.params(&[&text, &budget, &limit]))
             .await?;
         let matched: i64 = rows.first().map_or(0, |r| r.get(2));
         let cands: Vec<(String, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         Ok::<_, tokio_postgres::Error>((cands, matched))
     };
     // Strict: the query as written (websearch syntax: quotes, -negation, or).
-    let (mut cands, mut matched) = run(query.to_string(), None).await?;
+    let (mut cands, mut matched) = run(query.to_string()).await?;
     let mut mode = "strict";
     if cands.is_empty() && terms.positive.len() > 1 {
-        // Back-off: any one substantive term, negations still applied.
+        // Back-off: any one substantive term; negated terms stay excluded
+        // through the eligibility predicate.
         let any = terms.positive.join(" or ");
-        (cands, matched) = run(any, negated).await?;
+        (cands, matched) = run(any).await?;
         mode = "backoff_any_term";
     }
     // At the budget, only the first `budget` matches were ranked: the

@@ -100,7 +100,8 @@ pub struct SearchResult {
     pub category_key: String,
     pub price_cents: i64,
     pub currency: String,
-    pub rating: Option<f32>,
+    /// Average rating, rounded to two decimals.
+    pub rating: Option<f64>,
     pub availability: String,
     pub attributes: Map<String, Value>,
     /// Whether evidence and comparison are allowed for this product.
@@ -163,22 +164,27 @@ struct ProductRow {
 impl ProductRow {
     /// What the reranker reads: identity, taxonomy, attributes, description.
     fn rerank_text(&self) -> String {
+        // A false flag is left out: "noise cancelling: false" must not
+        // read as a match for "noise cancelling".
         let attrs: Vec<String> = self
             .attributes
             .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{}: {}",
-                    k.replace('_', " "),
-                    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-                )
+            .filter_map(|(k, v)| {
+                let key = k.replace('_', " ");
+                match v {
+                    Value::Bool(true) => Some(key),
+                    Value::Bool(false) => None,
+                    Value::String(s) => Some(format!("{key}: {s}")),
+                    other => Some(format!("{key}: {other}")),
+                }
             })
             .collect();
         format!(
-            "{}. {} {}. {}. {}. {}",
+            "{}. {} {} {}. {}. {}. {}",
             self.title,
             self.brand,
             self.model,
+            self.sku,
             self.category_key.replace('_', " "),
             attrs.join("; "),
             self.description
@@ -224,6 +230,20 @@ fn ms(t: Instant) -> f64 {
     (t.elapsed().as_secs_f64() * 100_000.0).round() / 100.0
 }
 
+/// The query without its negated terms (`-word`), for the stages that
+/// measure similarity: "headphones -wired" must not pull towards "wired".
+fn without_negations(q: &str) -> String {
+    let kept: Vec<&str> = q
+        .split_whitespace()
+        .filter(|w| !(w.len() > 1 && w.starts_with('-')))
+        .collect();
+    if kept.is_empty() {
+        q.to_string()
+    } else {
+        kept.join(" ")
+    }
+}
+
 fn match_reason(signals: &[Option<ArmSignal>; 3]) -> String {
     let arms: Vec<&str> = Arm::ALL
         .iter()
@@ -258,11 +278,43 @@ async fn embed_query(ctx: &Ctx, query: &str) -> Result<pgvector::Vector, String>
     }
 }
 
+/// Which parts of the pipeline run. The service always uses
+/// [`Variant::SERVING`]; the others exist so that `mosaic eval` can measure
+/// what each part contributes on the very same code path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Lexical, trigram, semantic.
+    pub arms: [bool; 3],
+    /// Per-arm RRF weights; `None` is unweighted RRF (the serving choice).
+    pub weights: Option<[f64; 3]>,
+    /// Whether the rerank stage may run (the request's `rerank` still applies).
+    pub rerank: bool,
+}
+
+impl Variant {
+    pub const SERVING: Variant = Variant {
+        arms: [true, true, true],
+        weights: None,
+        rerank: true,
+    };
+}
+
 /// Runs `search_products`.
 pub async fn search(
     ctx: &Ctx,
     principal: &Principal,
     req: SearchRequest,
+) -> Result<SearchResponse, Error> {
+    search_variant(ctx, principal, req, &Variant::SERVING).await
+}
+
+/// Runs `search_products` with parts of the pipeline switched off, for
+/// side-by-side evaluation only.
+pub async fn search_variant(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: SearchRequest,
+    variant: &Variant,
 ) -> Result<SearchResponse, Error> {
     let started = Instant::now();
     let profile = &ctx.profile;
@@ -270,7 +322,7 @@ pub async fn search(
     let mut warnings: Vec<String> = Vec::new();
     let mut conn = ctx.pool.get().await?;
     let client: &mut tokio_postgres::Client = &mut conn;
-    let elig = Eligibility::new(&req.filters);
+    let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
     let mut arm_results: BTreeMap<&'static str, ArmResult> = BTreeMap::new();
 
     // 2–5: strategy, arms, fusion.
@@ -289,6 +341,9 @@ pub async fn search(
             (Strategy::MetadataOnly, members)
         }
         Some(q) => {
+            // Negated terms are enforced by the eligibility predicate; the
+            // similarity-based stages see only what the caller wants.
+            let positive = without_negations(q);
             let t_arms = Instant::now();
             let tx = client.build_transaction().read_only(true).start().await?;
             tx.execute(
@@ -304,20 +359,31 @@ pub async fn search(
             .await?;
             let t_embed = Instant::now();
             let embed = async {
-                let r = embed_query(ctx, q).await;
+                let r = embed_query(ctx, &positive).await;
                 (r, ms(t_embed))
             };
             let lexical_arms = async {
                 tokio::try_join!(
                     arms::exact_identifier(&tx, &elig, q),
-                    arms::lexical(&tx, &elig, q, profile),
-                    arms::trigram(&tx, &elig, q, profile),
+                    async {
+                        match variant.arms[0] {
+                            true => arms::lexical(&tx, &elig, q, profile).await,
+                            false => Ok(ArmResult::skipped(profile.lexical_limit, "disabled")),
+                        }
+                    },
+                    async {
+                        match variant.arms[1] {
+                            true => arms::trigram(&tx, &elig, &positive, profile).await,
+                            false => Ok(ArmResult::skipped(profile.trigram_limit, "disabled")),
+                        }
+                    },
                 )
             };
             let ((vector, embed_ms), lexical_out) = tokio::join!(embed, lexical_arms);
             let (exact_ids, lexical, trigram) = lexical_out?;
             timings.insert("embed", embed_ms);
             let semantic = match vector {
+                _ if !variant.arms[2] => ArmResult::skipped(profile.semantic_limit, "disabled"),
                 Ok(v) => arms::semantic(&tx, &elig, &v, profile).await?,
                 Err(warning) => {
                     warnings.push(warning);
@@ -331,15 +397,20 @@ pub async fn search(
             timings.insert("arms", ms(t_arms));
 
             let t = Instant::now();
-            let fused = fusion::fuse(
-                &[
-                    (Arm::Lexical, &lexical.candidates),
-                    (Arm::Trigram, &trigram.candidates),
-                    (Arm::Semantic, &semantic.candidates),
-                ],
-                profile.rrf_k,
-                profile.pool_size,
-            );
+            let lists = [
+                (Arm::Lexical, lexical.candidates.as_slice()),
+                (Arm::Trigram, trigram.candidates.as_slice()),
+                (Arm::Semantic, semantic.candidates.as_slice()),
+            ];
+            let fused = match variant.weights {
+                None => fusion::fuse(&lists, profile.rrf_k, profile.pool_size),
+                Some([l, t, s]) => fusion::fuse_weighted(
+                    &lists,
+                    &[(Arm::Lexical, l), (Arm::Trigram, t), (Arm::Semantic, s)],
+                    profile.rrf_k,
+                    profile.pool_size,
+                ),
+            };
             // Exact identifier matches are pinned in front of the fused pool.
             let mut members: Vec<Member> = Vec::with_capacity(profile.pool_size);
             for id in &exact_ids {
@@ -434,7 +505,7 @@ pub async fn search(
     let t = Instant::now();
     let rerank_status: String = match (&req.normalized_query, &ctx.reranker) {
         (None, _) => "skipped_metadata_only".into(),
-        _ if !req.rerank => "skipped_by_request".into(),
+        _ if !req.rerank || !variant.rerank => "skipped_by_request".into(),
         _ if members.is_empty() => "skipped_empty_pool".into(),
         (Some(_), None) => {
             warnings.push("rerank skipped: no reranker is configured".into());
@@ -447,7 +518,8 @@ pub async fn search(
                 .map(|m| products[&m.product_id].rerank_text())
                 .collect();
             let deadline = Duration::from_millis(profile.rerank_deadline_ms);
-            match tokio::time::timeout(deadline, reranker.rerank(q, &docs)).await {
+            let positive = without_negations(q);
+            match tokio::time::timeout(deadline, reranker.rerank(&positive, &docs)).await {
                 Ok(Ok(scored)) => {
                     let pinned: Vec<usize> = (0..members.len())
                         .filter(|&i| members[i].exact_match)
@@ -549,7 +621,7 @@ pub async fn search(
                 category_key: p.category_key.clone(),
                 price_cents: p.price_cents,
                 currency: p.currency.clone(),
-                rating: p.rating,
+                rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
                 availability: p.availability.clone(),
                 attributes: p.attributes.clone(),
                 granted: m.granted,

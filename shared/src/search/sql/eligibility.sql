@@ -2,9 +2,10 @@
 -- arm's WHERE clause (a unit test checks the copies). Parameters:
 -- $1 domain, $2 category_key, $3 brand, $4 availability[], $5 in_stock_only,
 -- $6 min_price_cents, $7 max_price_cents, $8 min_rating, $9 attributes (jsonb
--- containment). A NULL parameter leaves that column unconstrained.
+-- containment), $10 the query's negated terms ("-wired" excludes every
+-- product whose text mentions "wired"). A NULL parameter constrains nothing.
 SELECT count(*) FROM search.product_projection pp WHERE true
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -13,4 +14,5 @@ SELECT count(*) FROM search.product_projection pp WHERE true
       AND ($6::bigint IS NULL OR pp.price_cents >= $6)
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
-      AND ($9::jsonb IS NULL OR pp.attributes @> $9);
+      AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10));

@@ -1,10 +1,10 @@
 -- Selectivity probe of the semantic arm: eligible embedded rows, counted
--- only up to $10 (threshold + 1), so the probe's cost is bounded.
+-- only up to $11 (threshold + 1), so the probe's cost is bounded.
 SELECT count(*) FROM (
     SELECT 1
     FROM search.product_projection pp
     WHERE pp.embedding IS NOT NULL
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -14,5 +14,6 @@ SELECT count(*) FROM (
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
-    LIMIT $10
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
+    LIMIT $11
 ) probe;

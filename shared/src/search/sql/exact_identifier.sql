@@ -1,9 +1,9 @@
 -- Exact-identifier strategy: eligible products whose normalised SKU or model
--- equals the normalised query. $10 the normalised query key.
+-- equals the normalised query. $11 the normalised query key.
 SELECT pp.product_id
 FROM search.product_projection pp
-WHERE pp.identifier_keys @> ARRAY[$10::text]
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+WHERE pp.identifier_keys @> ARRAY[$11::text]
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -13,5 +13,6 @@ WHERE pp.identifier_keys @> ARRAY[$10::text]
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
 ORDER BY pp.product_id
 LIMIT 5;

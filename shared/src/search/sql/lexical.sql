@@ -1,17 +1,15 @@
 -- Lexical arm: PostgreSQL full-text search over the weighted tsvector.
--- $10 the websearch query, $11 negated-terms query (NULL when none),
--- $12 the scoring budget, $13 the arm's limit.
+-- $11 the websearch query, $12 the scoring budget, $13 the arm's limit.
+-- Negated terms are excluded by the eligibility predicate ($10).
 -- Matches are capped at the scoring budget before ts_rank_cd runs, because
 -- ranking cost grows with the number of matches, not with the LIMIT.
 WITH q AS (
-    SELECT CASE WHEN $11::text IS NULL THEN websearch_to_tsquery('english', $10)
-                ELSE websearch_to_tsquery('english', $10) && websearch_to_tsquery('english', $11)
-           END AS tsq
+    SELECT websearch_to_tsquery('english', $11) AS tsq
 ), matched AS (
     SELECT pp.product_id, pp.document
     FROM search.product_projection pp, q
     WHERE pp.document @@ q.tsq
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -21,6 +19,7 @@ WITH q AS (
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
     LIMIT $12
 )
 SELECT m.product_id, ts_rank_cd(m.document, q.tsq, 32)::float8 AS score,

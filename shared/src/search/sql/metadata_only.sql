@@ -1,10 +1,10 @@
 -- Metadata-only strategy (filters, no query text): eligible products in a
 -- deterministic order. There is no relevance here, so no score.
--- $10 the pool size.
+-- $11 the pool size.
 SELECT pp.product_id
 FROM search.product_projection pp
 WHERE true
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -14,5 +14,6 @@ WHERE true
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
 ORDER BY pp.rating DESC NULLS LAST, pp.price_cents, pp.product_id
-LIMIT $10;
+LIMIT $11;

@@ -1,11 +1,11 @@
 -- Semantic arm, exact route (selective filters): cosine distance over every
 -- eligible row. Ordering by an expression the HNSW index cannot serve
 -- ("+ 0") keeps the planner on the filtered scan: exact recall.
--- $10 the query vector, $11 the arm's limit.
-SELECT pp.product_id, (1 - (pp.embedding <=> $10))::float8 AS score
+-- $11 the query vector, $12 the arm's limit.
+SELECT pp.product_id, (1 - (pp.embedding <=> $11))::float8 AS score
 FROM search.product_projection pp
 WHERE pp.embedding IS NOT NULL
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -15,5 +15,6 @@ WHERE pp.embedding IS NOT NULL
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
-ORDER BY (pp.embedding <=> $10) + 0, pp.product_id
-LIMIT $11;
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
+ORDER BY (pp.embedding <=> $11) + 0, pp.product_id
+LIMIT $12;

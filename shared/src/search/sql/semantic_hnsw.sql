@@ -2,11 +2,11 @@
 -- with iterative index scans (hnsw.iterative_scan, set with SET LOCAL), so
 -- the filter is applied while the index is walked. relaxed_order can return
 -- rows slightly out of order; the caller re-sorts the materialised top-k.
--- $10 the query vector, $11 the arm's limit.
-SELECT pp.product_id, (1 - (pp.embedding <=> $10))::float8 AS score
+-- $11 the query vector, $12 the arm's limit.
+SELECT pp.product_id, (1 - (pp.embedding <=> $11))::float8 AS score
 FROM search.product_projection pp
 WHERE pp.embedding IS NOT NULL
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -16,5 +16,6 @@ WHERE pp.embedding IS NOT NULL
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
-ORDER BY pp.embedding <=> $10
-LIMIT $11;
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
+ORDER BY pp.embedding <=> $11
+LIMIT $12;

@@ -1,11 +1,11 @@
 -- Typo-tolerant arm: pg_trgm word similarity of the query against identity
 -- text (brand, model, SKU, title, aliases), served by the GIN trigram index.
 -- The similarity floor is pg_trgm.word_similarity_threshold (SET LOCAL).
--- $10 the lower-cased query, $11 the arm's limit.
-SELECT pp.product_id, word_similarity($10, pp.identity_text)::float8 AS score
+-- $11 the lower-cased query, $12 the arm's limit.
+SELECT pp.product_id, word_similarity($11, pp.identity_text)::float8 AS score
 FROM search.product_projection pp
-WHERE $10 <% pp.identity_text
-      -- eligibility: every hard filter, before any LIMIT ($1..$9; NULL = unconstrained)
+WHERE $11 <% pp.identity_text
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
       AND ($3::text IS NULL OR pp.brand_key = lower($3))
@@ -15,5 +15,6 @@ WHERE $10 <% pp.identity_text
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
 ORDER BY score DESC, pp.product_id
-LIMIT $11;
+LIMIT $12;

@@ -1,0 +1,59 @@
+//! `mosaic serve`: the API on a local port, through the same router the
+//! Lambda functions use ([`mosaic::http`]), until Ctrl-C or SIGTERM.
+
+use anyhow::{Context, Result};
+use mosaic::Ctx;
+use std::net::SocketAddr;
+
+/// Database connections of the server's pool.
+pub const POOL_SIZE: usize = 8;
+
+/// Default listen address.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8787";
+
+pub async fn run(ctx: Ctx, addr: SocketAddr) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let addr = listener.local_addr()?;
+    let base = format!("http://{addr}");
+    println!("mosaic: serving on {base}");
+    println!("  curl -s {base}/healthz");
+    println!(
+        "  curl -s -X POST {base}/api/search -H 'content-type: application/json' \\\n       -d '{{\"query\": \"wireless noise cancelling headphones\", \"limit\": 5}}'"
+    );
+    println!(
+        "  curl -s {base}/api/retrieval/events/SEARCH_EVENT_ID -H 'x-mosaic-principal: anonymous'"
+    );
+    println!("  (request logs: MOSAIC_LOG=info; stop with Ctrl-C)");
+    mosaic::server::serve(ctx, listener, shutdown_signal())
+        .await
+        .context("server failed")?;
+    eprintln!("mosaic: stopped");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or (on Unix) SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    eprintln!("mosaic: shutting down (finishing requests in flight)");
+}

@@ -1,0 +1,372 @@
+//! The transport-neutral HTTP router, shared by the local server
+//! (`mosaic serve`, [`crate::server`]) and the Lambda API Gateway adapter.
+//!
+//! A transport turns its request into an [`HttpRequest`] (method, raw path,
+//! raw query string, body bytes), derives the [`Principal`], calls
+//! [`handle`] and writes the [`HttpResponse`] back unchanged. Every error
+//! body is [`Error::body`] and every status [`Error::status`]; responses
+//! carry no per-request header, so two refusals are byte-identical.
+//!
+//! Routes (matched on the raw path from its first `/api/` segment, so an API
+//! Gateway stage prefix such as `/prod/api/search` is tolerated):
+//!
+//! | method | path                                          | operation              |
+//! |--------|-----------------------------------------------|------------------------|
+//! | POST   | `/api/search`                                 | `search_products`      |
+//! | POST   | `/api/products/{product_id}/evidence`         | `get_product_evidence` |
+//! | POST   | `/api/retrieval/events/{search_event_id}/compare` | `compare_products` |
+//! | GET    | `/api/retrieval/events/{search_event_id}`     | `explain_retrieval`    |
+//! | GET    | `/api/tools?surface=skill\|mcp\|agentcore`     | the contract, as tools |
+//! | GET    | `/api/openapi.json`                           | OpenAPI 3.1 document   |
+//! | GET    | `/healthz` (optionally behind one stage segment) | database ping       |
+//!
+//! Unknown routes and known paths with another method are the standard
+//! `not_found` refusal.
+
+use crate::context::{Ctx, Principal};
+use crate::error::Error;
+use crate::scope;
+use crate::search::{search_json, Shape};
+use futures_util::FutureExt;
+use serde_json::{json, Map, Value};
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+/// Default largest accepted request body, in bytes (64 KiB).
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// How long `/healthz` waits for the database.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One request as the transport received it.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpRequest<'a> {
+    /// The method, as sent (`GET`, `POST`; case-sensitive).
+    pub method: &'a str,
+    /// The raw (still percent-encoded) path, without the query string.
+    pub path: &'a str,
+    /// The raw query string without `?` (empty when absent). Unused by the
+    /// current routes.
+    pub query: &'a str,
+    /// The body as received (already base64-decoded by the Lambda adapter).
+    pub body: &'a [u8],
+    /// The transport's request id, logged with internal errors (the server's
+    /// uuid, the Lambda request id). Never returned to the caller.
+    pub request_id: &'a str,
+}
+
+/// The response to write back as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpResponse {
+    pub status: u16,
+    /// Fixed headers only (no per-request values).
+    pub headers: Vec<(&'static str, &'static str)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// A JSON response.
+    pub fn json(status: u16, body: &Value) -> Self {
+        // Serialising a `Value` cannot fail.
+        let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+        HttpResponse {
+            status,
+            headers: vec![("content-type", "application/json")],
+            body,
+        }
+    }
+
+    /// The envelope of an error: [`Error::status`] and [`Error::body`].
+    pub fn error(e: &Error) -> Self {
+        Self::json(e.status(), &e.body())
+    }
+}
+
+/// Routes one request with the default body limit ([`MAX_BODY`]).
+pub async fn handle(ctx: &Ctx, principal: &Principal, req: HttpRequest<'_>) -> HttpResponse {
+    handle_with_limit(ctx, principal, req, MAX_BODY).await
+}
+
+/// Routes one request; bodies over `max_body` bytes are refused with 413
+/// before any parsing.
+pub async fn handle_with_limit(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: HttpRequest<'_>,
+    max_body: usize,
+) -> HttpResponse {
+    let outcome = AssertUnwindSafe(route(ctx, principal, &req, max_body))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            Err(Error::Internal(format!("panic: {msg}")))
+        });
+    match outcome {
+        Ok((status, body)) => HttpResponse::json(status, &body),
+        Err(e) => {
+            match &e {
+                Error::Internal(detail) => tracing::error!(
+                    request_id = req.request_id,
+                    method = req.method,
+                    path = req.path,
+                    error = %detail,
+                    "internal error"
+                ),
+                Error::Unavailable(detail) => tracing::error!(
+                    request_id = req.request_id,
+                    method = req.method,
+                    path = req.path,
+                    error = %detail,
+                    "unavailable"
+                ),
+                _ => {}
+            }
+            HttpResponse::error(&e)
+        }
+    }
+}
+
+/// The route a path names, ids percent-decoded.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    Search,
+    Evidence(String),
+    Compare(String),
+    Explain(String),
+    Tools,
+    OpenApi,
+    Health,
+}
+
+/// Matches a raw path (method aside). `Err(NotFound)` for unknown paths and
+/// for ids that do not percent-decode to UTF-8.
+fn match_path(path: &str) -> Result<Route, Error> {
+    let segments: Vec<&str> = match path.strip_prefix('/') {
+        Some(rest) => rest.split('/').collect(),
+        None => return Err(Error::NotFound),
+    };
+    if let Some(api) = segments.iter().position(|s| *s == "api") {
+        let id = |raw: &str| percent_decode(raw).ok_or(Error::NotFound);
+        return match &segments[api + 1..] {
+            ["search"] => Ok(Route::Search),
+            ["tools"] => Ok(Route::Tools),
+            ["openapi.json"] => Ok(Route::OpenApi),
+            ["products", pid, "evidence"] => Ok(Route::Evidence(id(pid)?)),
+            ["retrieval", "events", eid, "compare"] => Ok(Route::Compare(id(eid)?)),
+            ["retrieval", "events", eid] => Ok(Route::Explain(id(eid)?)),
+            _ => Err(Error::NotFound),
+        };
+    }
+    match segments.as_slice() {
+        ["healthz"] | [_, "healthz"] => Ok(Route::Health),
+        _ => Err(Error::NotFound),
+    }
+}
+
+async fn route(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: &HttpRequest<'_>,
+    max_body: usize,
+) -> Result<(u16, Value), Error> {
+    let route = match_path(req.path)?;
+    let want = match route {
+        Route::Explain(_) | Route::Health | Route::Tools | Route::OpenApi => "GET",
+        _ => "POST",
+    };
+    if req.method != want {
+        return Err(Error::NotFound);
+    }
+    if req.body.len() > max_body {
+        return Err(Error::payload_too_large(max_body));
+    }
+    match route {
+        Route::Health => {
+            health(ctx).await?;
+            Ok((200, json!({ "status": "ok" })))
+        }
+        Route::Tools => {
+            let surface = query_param(req.query, "surface").unwrap_or_else(|| "skill".into());
+            Ok((200, crate::contract::tools(&surface)?))
+        }
+        Route::OpenApi => Ok((200, crate::contract::openapi())),
+        Route::Explain(id) => {
+            let args = json!({ "retrieval_scope_id": id });
+            Ok((200, scope::explain_retrieval(ctx, principal, &args).await?))
+        }
+        Route::Search => {
+            let body = Value::Object(parse_object(req.body)?);
+            Ok((
+                200,
+                search_json(ctx, principal, &body, Shape::Nested).await?,
+            ))
+        }
+        Route::Evidence(product_id) => {
+            let mut args = parse_object(req.body)?;
+            bind(&mut args, "product_id", product_id)?;
+            Ok((
+                200,
+                scope::get_product_evidence(ctx, principal, &Value::Object(args)).await?,
+            ))
+        }
+        Route::Compare(scope_id) => {
+            let mut args = parse_object(req.body)?;
+            bind(&mut args, "retrieval_scope_id", scope_id)?;
+            Ok((
+                200,
+                scope::compare_products(ctx, principal, &Value::Object(args)).await?,
+            ))
+        }
+    }
+}
+
+/// The percent-decoded value of `name` in a raw query string.
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| percent_decode(v))
+}
+
+/// Sets `field` from the path; a body value that differs is refused.
+fn bind(args: &mut Map<String, Value>, field: &str, from_path: String) -> Result<(), Error> {
+    match args.get(field) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if *s == from_path => {}
+        Some(_) => {
+            return Err(Error::invalid(
+                field,
+                format!("`{field}` in the body must match the one in the path"),
+            ))
+        }
+    }
+    args.insert(field.to_string(), Value::String(from_path));
+    Ok(())
+}
+
+/// The body as a JSON object.
+fn parse_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
+    if std::str::from_utf8(body).is_err() {
+        return Err(Error::invalid_json("the request body is not UTF-8"));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(Error::invalid_json(
+            "the request body must be a JSON object",
+        )),
+        Err(e) => Err(Error::invalid_json(format!(
+            "the request body is not valid JSON: {e}"
+        ))),
+    }
+}
+
+/// A cheap `SELECT 1` under a deadline.
+async fn health(ctx: &Ctx) -> Result<(), Error> {
+    let ping = async {
+        let client = ctx.pool.get().await?;
+        client.query_one("SELECT 1", &[]).await?;
+        Ok::<(), Error>(())
+    };
+    match tokio::time::timeout(HEALTH_TIMEOUT, ping).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::Unavailable("health check: database timeout".into())),
+    }
+}
+
+/// Decodes `%XX` escapes (a `+` stays a `+` in a path). `None` for a broken
+/// escape or a result that is not UTF-8.
+fn percent_decode(raw: &str) -> Option<String> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(match_path("/api/search").unwrap(), Route::Search);
+        assert_eq!(match_path("/prod/api/search").unwrap(), Route::Search);
+        assert_eq!(
+            match_path("/api/products/P%2F1%20x/evidence").unwrap(),
+            Route::Evidence("P/1 x".into())
+        );
+        assert_eq!(
+            match_path("/api/retrieval/events/abc").unwrap(),
+            Route::Explain("abc".into())
+        );
+        assert_eq!(
+            match_path("/v1/api/retrieval/events/abc/compare").unwrap(),
+            Route::Compare("abc".into())
+        );
+        assert_eq!(match_path("/healthz").unwrap(), Route::Health);
+        assert_eq!(match_path("/prod/healthz").unwrap(), Route::Health);
+        for bad in [
+            "",
+            "api/search",
+            "/api/search/",
+            "/api",
+            "/api/",
+            "/a/b/healthz",
+            "/api/products/x",
+            "/api/products/%zz/evidence",
+            "/api/products/%ff/evidence",
+            "/api/products/%4/evidence",
+            "/api/retrieval/events",
+        ] {
+            assert!(matches!(match_path(bad), Err(Error::NotFound)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn decoding() {
+        assert_eq!(percent_decode("a+b%41%c3%a9").as_deref(), Some("a+bAé"));
+        assert_eq!(percent_decode("%"), None);
+        assert_eq!(percent_decode("%4"), None);
+        assert_eq!(percent_decode("%+1"), None);
+    }
+
+    #[test]
+    fn binding() {
+        let mut m = Map::new();
+        bind(&mut m, "product_id", "p1".into()).unwrap();
+        assert_eq!(m["product_id"], "p1");
+        bind(&mut m, "product_id", "p1".into()).unwrap();
+        let e = bind(&mut m, "product_id", "p2".into()).unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert_eq!(e.body()["error"]["field"], "product_id");
+        let mut m = Map::from_iter([("product_id".to_string(), json!(7))]);
+        assert!(bind(&mut m, "product_id", "7".into()).is_err());
+    }
+
+    #[test]
+    fn bodies() {
+        assert!(parse_object(b"{}").is_ok());
+        for bad in [&b""[..], b"[]", b"1", b"{", b"\xff{}"] {
+            let e = parse_object(bad).unwrap_err();
+            assert_eq!(e.body()["error"]["code"], "invalid_json");
+        }
+    }
+}

@@ -1,0 +1,1129 @@
+//! The AWS Lambda adapter the four functions share (feature `lambda`).
+//!
+//! Each function binary is `run(Operation::X)`: it builds the [`Ctx`] once per
+//! container from the environment and then serves invocations one at a time
+//! until the Lambda Runtime API goes away. Every binary accepts two event
+//! kinds and tells them apart itself:
+//!
+//! * **API Gateway HTTP API, payload 2.0** — an object whose `requestContext`
+//!   has an `http` object (or whose `version` is `"2.0"`). The raw path
+//!   (`rawPath`, stage prefix included unless the stage is `$default`), the
+//!   raw query string and the body (base64-decoded when `isBase64Encoded`)
+//!   go to the shared router [`http::handle`], and its response comes back as
+//!   an API Gateway proxy result `{statusCode, headers, body,
+//!   isBase64Encoded}`. Status codes and error envelopes are exactly those of
+//!   `mosaic serve`.
+//! * **AgentCore Gateway Lambda target** — anything else: the event is the
+//!   flat tool-argument object, and the tool name arrives in the client
+//!   context as `custom.bedrockAgentCoreToolName` = `<target>___<tool>`
+//!   (split at the first `___`). The function runs its own operation on the
+//!   flat arguments and answers with the operation's output object, or with
+//!   the error envelope `{"error": {"code", "message", "field"?}}`; a tool
+//!   name of another operation is an `invalid_argument` error. Without a tool
+//!   name (a direct invocation, `sam local invoke`) the function runs its own
+//!   operation.
+//!
+//! # Why this module drives the Runtime API itself
+//!
+//! `lambda_runtime` 1.5 builds its `Context` — including a typed
+//! `ClientContext` whose `custom` is a map of *strings* — before any handler
+//! or layer runs, and ends its whole loop when that fails. AgentCore sends
+//! exactly such contexts: `custom.bedrockAgentCorePropagatedHeaders` is an
+//! object, and `"custom": null` or `"client": null` fail the same way. One
+//! such invocation would kill the container and leave the call unanswered.
+//! So the loop here uses `lambda_runtime_api_client` (the runtime crate's own
+//! HTTP client) to fetch each invocation, reads the raw event and the raw
+//! client-context header, parses the context as loose JSON, and posts the
+//! response. No context shape can stop the loop; a context that is not JSON
+//! at all is treated as absent.
+//!
+//! # Principal
+//!
+//! * API Gateway: `requestContext.authorizer.jwt.claims.sub` (JWT
+//!   authorizer), else `requestContext.authorizer.iam.userArn` (IAM).
+//! * AgentCore: the header named by `MOSAIC_AGENTCORE_PRINCIPAL_HEADER`
+//!   (default `x-mosaic-principal`, matched case-insensitively) inside
+//!   `custom.bedrockAgentCorePropagatedHeaders` — the gateway's header
+//!   propagation (`metadataConfiguration.allowedRequestHeaders` on the
+//!   target). The gateway itself puts no user identity into the context, so
+//!   this header must be set by something that verified the caller (a gateway
+//!   request interceptor that overwrites it from the validated token), and
+//!   only the gateway's role may invoke the function: whoever can invoke the
+//!   function directly can write any client context.
+//! * Otherwise the anonymous principal, only when `MOSAIC_ALLOW_ANONYMOUS` is
+//!   `true`; else the call is refused with `unauthenticated` (401).
+//!
+//! # Database
+//!
+//! One pooled connection per container, reused across invocations, with a
+//! per-session `statement_timeout` ([`Ctx::plain`]). The connection is opened
+//! in the background while the first event is awaited. A connection the
+//! server or a proxy dropped is noticed on the next checkout and replaced; if
+//! an operation fails as unavailable and its connection turns out to have
+//! been replaced, the operation runs once more on the new connection before
+//! the 503 stands. Every invocation is bounded by the invocation deadline
+//! (less a small margin): past it the answer is `unavailable` (503).
+//!
+//! # Configuration
+//!
+//! | Variable | Meaning |
+//! |---|---|
+//! | `MOSAIC_DATABASE_URL` | Plain-TCP connection string (local use and tests). |
+//! | `MOSAIC_EMBEDDER` | `hashing[:<dim>]` (tests; default dim 384), `none` or unset (no semantic arm). |
+//! | `MOSAIC_RERANKER` | `none` or unset, or `local` (the local reranker over the embedder). |
+//! | `MOSAIC_ALLOW_ANONYMOUS` | `true`/`false` (default `false`). |
+//! | `MOSAIC_AGENTCORE_PRINCIPAL_HEADER` | Propagated header that names the AgentCore caller. |
+//! | `MOSAIC_*` profile variables | The [`RetrievalProfile`] overrides. |
+//! | `RUST_LOG` | Log filter (default `info`); logs are JSON lines on stdout. |
+//!
+//! The AWS deployment's pieces — the RDS Proxy connection over TLS with
+//! credentials from Secrets Manager or IAM (`MOSAIC_DB_HOST`, ...), and
+//! Bedrock models (`MOSAIC_EMBEDDER=bedrock:...`, `MOSAIC_RERANKER=bedrock:...`)
+//! — plug in at [`build_context`]; until they do, those settings are refused
+//! at init with a message naming what is missing.
+//!
+//! Logs carry the request id, operation, event kind, status and duration of
+//! every invocation; never arguments or query text.
+
+use crate::context::{Ctx, Principal};
+use crate::embed::{Embedder, HashingEmbedder};
+use crate::error::{Code, Error};
+use crate::http::{self as router, HttpRequest, HttpResponse};
+use crate::profile::RetrievalProfile;
+use crate::scope;
+use crate::search::{search_json, Shape};
+use base64::Engine as _;
+use futures_util::FutureExt;
+use http_body_util::BodyExt;
+use lambda_runtime_api_client::body::Body;
+use lambda_runtime_api_client::{build_request, PooledClient};
+use serde_json::{json, Map, Value};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The error type of [`run`] (`lambda_runtime::Error`, a boxed error).
+pub type BoxError = lambda_runtime::Error;
+
+/// The operation a function binary serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    SearchProducts,
+    GetProductEvidence,
+    CompareProducts,
+    ExplainRetrieval,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 4] = [
+        Operation::SearchProducts,
+        Operation::GetProductEvidence,
+        Operation::CompareProducts,
+        Operation::ExplainRetrieval,
+    ];
+
+    /// The logical name, which is also the AgentCore tool name (after the
+    /// `<target>___` prefix) and the operation's name in the contract.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::SearchProducts => "search_products",
+            Operation::GetProductEvidence => "get_product_evidence",
+            Operation::CompareProducts => "compare_products",
+            Operation::ExplainRetrieval => "explain_retrieval",
+        }
+    }
+
+    /// The function (binary) name, as in `functions/` and `template.yaml`.
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Operation::SearchProducts => "search-products",
+            Operation::GetProductEvidence => "get-product-evidence",
+            Operation::CompareProducts => "compare-products",
+            Operation::ExplainRetrieval => "explain-retrieval",
+        }
+    }
+
+    /// Runs the operation on flat logical arguments.
+    pub async fn call(
+        self,
+        ctx: &Ctx,
+        principal: &Principal,
+        args: &Value,
+    ) -> Result<Value, Error> {
+        match self {
+            Operation::SearchProducts => search_json(ctx, principal, args, Shape::Flat).await,
+            Operation::GetProductEvidence => {
+                scope::get_product_evidence(ctx, principal, args).await
+            }
+            Operation::CompareProducts => scope::compare_products(ctx, principal, args).await,
+            Operation::ExplainRetrieval => scope::explain_retrieval(ctx, principal, args).await,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- settings
+
+/// The client-context key of the AgentCore tool name.
+pub const TOOL_NAME_KEY: &str = "bedrockAgentCoreToolName";
+/// The client-context key of the headers an AgentCore gateway propagates.
+pub const PROPAGATED_HEADERS_KEY: &str = "bedrockAgentCorePropagatedHeaders";
+/// The separator between the gateway target and the tool in a tool name.
+pub const TOOL_SEPARATOR: &str = "___";
+/// The default propagated header that names the AgentCore caller.
+pub const DEFAULT_PRINCIPAL_HEADER: &str = "x-mosaic-principal";
+/// The longest principal accepted from an authorizer or a propagated header.
+pub const MAX_PRINCIPAL_CHARS: usize = 512;
+
+/// Time kept back from the invocation deadline to post the answer.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
+/// The budget of an invocation that carries no deadline.
+const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
+/// The least budget an invocation gets, however close its deadline.
+const MIN_BUDGET: Duration = Duration::from_millis(100);
+
+/// Which embedder the container uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbedderSetting {
+    /// No embedder: the semantic arm is skipped with a warning.
+    None,
+    /// The deterministic hashing embedder (tests), with its dimension.
+    Hashing(usize),
+    /// A Bedrock model (`bedrock:...`), provided by the `aws` feature.
+    Bedrock(String),
+}
+
+/// Which reranker the container uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RerankerSetting {
+    None,
+    /// The local reranker over the container's embedder.
+    Local,
+    /// A Bedrock model (`bedrock:...`), provided by the `aws` feature.
+    Bedrock(String),
+}
+
+/// Everything a container reads from its environment, once, at init.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `MOSAIC_DATABASE_URL`: a plain-TCP connection string.
+    pub database_url: Option<String>,
+    pub embedder: EmbedderSetting,
+    pub reranker: RerankerSetting,
+    /// `MOSAIC_ALLOW_ANONYMOUS`: calls without a principal run as the
+    /// anonymous principal instead of being refused.
+    pub allow_anonymous: bool,
+    /// The propagated header that names the AgentCore caller (lower case).
+    pub principal_header: String,
+    pub profile: RetrievalProfile,
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// As [`from_env`](Self::from_env) with an explicit variable lookup.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let set = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let embedder = match set("MOSAIC_EMBEDDER").as_deref() {
+            None | Some("none") => EmbedderSetting::None,
+            Some("hashing") => EmbedderSetting::Hashing(384),
+            Some(s) if s.starts_with("hashing:") => {
+                let dim = s["hashing:".len()..]
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|d| (1..=16_000).contains(d))
+                    .ok_or_else(|| {
+                        format!("MOSAIC_EMBEDDER={s:?}: the dimension must be 1..16000")
+                    })?;
+                EmbedderSetting::Hashing(dim)
+            }
+            Some(s) if s.starts_with("bedrock:") => EmbedderSetting::Bedrock(s.to_string()),
+            Some(s) => {
+                return Err(format!(
+                    "MOSAIC_EMBEDDER={s:?}: use `hashing[:<dim>]`, `none` or `bedrock:<model>` \
+                     (the local model is not built into the functions)"
+                ))
+            }
+        };
+        let reranker = match set("MOSAIC_RERANKER").as_deref() {
+            None | Some("none") => RerankerSetting::None,
+            Some("local") => RerankerSetting::Local,
+            Some(s) if s.starts_with("bedrock:") => RerankerSetting::Bedrock(s.to_string()),
+            Some(s) => {
+                return Err(format!(
+                    "MOSAIC_RERANKER={s:?}: use `none`, `local` or `bedrock:<model>`"
+                ))
+            }
+        };
+        let allow_anonymous = match set("MOSAIC_ALLOW_ANONYMOUS")
+            .map(|s| s.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("false") | Some("0") => false,
+            Some("true") | Some("1") => true,
+            Some(other) => {
+                return Err(format!(
+                    "MOSAIC_ALLOW_ANONYMOUS={other:?}: use `true` or `false`"
+                ))
+            }
+        };
+        let principal_header = set("MOSAIC_AGENTCORE_PRINCIPAL_HEADER")
+            .unwrap_or_else(|| DEFAULT_PRINCIPAL_HEADER.to_string())
+            .to_ascii_lowercase();
+        let profile = RetrievalProfile::from_lookup(&get)?;
+        Ok(Settings {
+            database_url: set("MOSAIC_DATABASE_URL"),
+            embedder,
+            reranker,
+            allow_anonymous,
+            principal_header,
+            profile,
+        })
+    }
+}
+
+/// Builds the container's context: one pooled connection, the embedder and
+/// the reranker.
+///
+/// Extension point of the AWS deployment: the `aws` feature's RDS Proxy
+/// connection (TLS with the RDS and Amazon Trust Services roots, credentials
+/// from Secrets Manager or an IAM token; `MOSAIC_DB_HOST`, `MOSAIC_DB_NAME`,
+/// `MOSAIC_DB_USER`, `MOSAIC_DB_SECRET_ARN`, `MOSAIC_DB_IAM_AUTH`,
+/// `MOSAIC_DB_SSLMODE`) and its Bedrock embedder and reranker belong in the
+/// three marked branches below. Until then those settings fail the init with
+/// a message naming what is missing, rather than serving without them.
+pub async fn build_context(settings: &Settings) -> Result<Ctx, String> {
+    let ctx = match &settings.database_url {
+        Some(url) => Ctx::plain(url, 1, settings.profile.clone())?,
+        // Extension point: the RDS Proxy connection of the `aws` feature.
+        None => {
+            return Err("MOSAIC_DATABASE_URL is not set; the RDS Proxy connection \
+                 (MOSAIC_DB_HOST, TLS, Secrets Manager or IAM authentication) is not \
+                 built into this binary yet"
+                .to_string())
+        }
+    };
+    let embedder: Option<Arc<dyn Embedder>> = match &settings.embedder {
+        EmbedderSetting::None => None,
+        EmbedderSetting::Hashing(dim) => Some(Arc::new(HashingEmbedder::new(*dim))),
+        // Extension point: `crate::aws::BedrockEmbedder`.
+        EmbedderSetting::Bedrock(s) => {
+            return Err(format!(
+                "MOSAIC_EMBEDDER={s:?}: Bedrock embedders are not built into this binary yet"
+            ))
+        }
+    };
+    let ctx = match &settings.reranker {
+        RerankerSetting::None => ctx,
+        RerankerSetting::Local => {
+            let e = embedder.clone().ok_or(
+                "MOSAIC_RERANKER=local needs an embedder (MOSAIC_EMBEDDER is unset or `none`)",
+            )?;
+            ctx.with_reranker(Arc::new(crate::rerank::local::LocalReranker::new(e)))
+        }
+        // Extension point: `crate::aws::BedrockReranker`.
+        RerankerSetting::Bedrock(s) => {
+            return Err(format!(
+                "MOSAIC_RERANKER={s:?}: Bedrock rerankers are not built into this binary yet"
+            ))
+        }
+    };
+    Ok(match embedder {
+        Some(e) => ctx.with_embedder(e),
+        None => ctx,
+    })
+}
+
+// ------------------------------------------------------------------ the loop
+
+/// Serves `op` until the Runtime API goes away. Reads the environment and
+/// builds the context once; a configuration error is reported to the Runtime
+/// API as an init error and returned.
+pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
+    init_tracing();
+    let api = std::env::var("AWS_LAMBDA_RUNTIME_API").map_err(|_| {
+        "AWS_LAMBDA_RUNTIME_API is not set: this binary runs inside AWS Lambda (or `sam local \
+         invoke`); use `mosaic serve` for a local HTTP API"
+            .to_string()
+    })?;
+    let uri: http::Uri = api
+        .parse()
+        .map_err(|e| format!("AWS_LAMBDA_RUNTIME_API={api:?} is not a host:port: {e}"))?;
+    let client = PooledClient::builder().with_endpoint(uri).build();
+
+    let init = async {
+        let settings = Settings::from_env()?;
+        let ctx = build_context(&settings).await?;
+        Ok::<_, String>(Handler { op, ctx, settings })
+    };
+    let handler = match init.await {
+        Ok(h) => h,
+        Err(message) => {
+            tracing::error!(operation = op.name(), error = %message, "init failed");
+            post_init_error(&client, &message).await;
+            return Err(message.into());
+        }
+    };
+    tracing::info!(
+        operation = op.name(),
+        anonymous_allowed = handler.settings.allow_anonymous,
+        embedder = handler.ctx.embedder.as_ref().map(|e| e.model_id()),
+        "ready"
+    );
+    // Open the connection while the first event is awaited.
+    let pool = handler.ctx.pool.clone();
+    tokio::spawn(async move {
+        if let Err(e) = pool.get().await {
+            tracing::warn!(error = %e, "database warm-up failed; retried on the first invocation");
+        }
+    });
+
+    loop {
+        let Some(invocation) = next_invocation(&client).await? else {
+            continue;
+        };
+        let body = handler.invoke(&invocation).await;
+        post_response(&client, &invocation.request_id, body).await;
+    }
+}
+
+/// JSON log lines on stdout, filtered by `RUST_LOG` (default `info`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_target(false)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init();
+}
+
+/// One invocation as the Runtime API handed it over.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub request_id: String,
+    /// `Lambda-Runtime-Deadline-Ms`: the deadline in Unix milliseconds.
+    pub deadline_ms: Option<u64>,
+    /// `Lambda-Runtime-Client-Context`, raw (JSON when well formed).
+    pub client_context: Option<String>,
+    pub event: bytes::Bytes,
+}
+
+const NEXT: &str = "/2018-06-01/runtime/invocation/next";
+
+/// Long-polls the next invocation. `Ok(None)` for a response that carries
+/// no request id (nothing can be answered); `Err` when the Runtime API is
+/// unreachable, which ends the container like `lambda_runtime` does.
+async fn next_invocation(
+    client: &PooledClient,
+) -> Result<Option<Invocation>, lambda_runtime::Error> {
+    let req = build_request()
+        .method("GET")
+        .uri(NEXT)
+        .body(Body::empty())?;
+    let resp = client.call(req).await?;
+    let (parts, body) = resp.into_parts();
+    let event = body.collect().await?.to_bytes();
+    if !parts.status.is_success() {
+        return Err(format!("the Runtime API answered {} to {NEXT}", parts.status).into());
+    }
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let Some(request_id) = header("lambda-runtime-aws-request-id").filter(|s| !s.is_empty()) else {
+        tracing::error!("an invocation without Lambda-Runtime-Aws-Request-Id was skipped");
+        return Ok(None);
+    };
+    if let Some(trace) = header("lambda-runtime-trace-id") {
+        // X-Ray propagation for the AWS SDK, as lambda_runtime does.
+        std::env::set_var("_X_AMZN_TRACE_ID", trace);
+    } else {
+        std::env::remove_var("_X_AMZN_TRACE_ID");
+    }
+    let client_context = match parts.headers.get("lambda-runtime-client-context") {
+        None => None,
+        // UTF-8, not only visible ASCII: propagated values may hold any text.
+        Some(v) => match std::str::from_utf8(v.as_bytes()) {
+            Ok(s) => Some(s.to_string()),
+            Err(_) => {
+                tracing::warn!(request_id, "client context is not UTF-8; ignored");
+                None
+            }
+        },
+    };
+    Ok(Some(Invocation {
+        deadline_ms: header("lambda-runtime-deadline-ms").and_then(|s| s.trim().parse().ok()),
+        request_id,
+        client_context,
+        event,
+    }))
+}
+
+async fn post_response(client: &PooledClient, request_id: &str, body: Vec<u8>) {
+    let uri = format!("/2018-06-01/runtime/invocation/{request_id}/response");
+    let sent = async {
+        let req = build_request()
+            .method("POST")
+            .uri(uri)
+            .header("content-type", "application/json")
+            .body(Body::from(body))?;
+        let resp = client.call(req).await?;
+        let status = resp.status();
+        let detail = resp.into_body().collect().await?.to_bytes();
+        if !status.is_success() {
+            return Err::<(), lambda_runtime::Error>(
+                format!(
+                    "the Runtime API answered {status}: {}",
+                    String::from_utf8_lossy(&detail)
+                )
+                .into(),
+            );
+        }
+        Ok(())
+    };
+    if let Err(e) = sent.await {
+        tracing::error!(request_id, error = %e, "posting the response failed");
+    }
+}
+
+async fn post_init_error(client: &PooledClient, message: &str) {
+    let diagnostic = lambda_runtime::Diagnostic {
+        error_type: "Runtime.ConfigurationError".to_string(),
+        error_message: message.to_string(),
+    };
+    let sent = async {
+        let req = build_request()
+            .method("POST")
+            .uri("/2018-06-01/runtime/init/error")
+            .header("content-type", "application/json")
+            .header(
+                "lambda-runtime-function-error-type",
+                "Runtime.ConfigurationError",
+            )
+            .body(Body::from(serde_json::to_vec(&diagnostic)?))?;
+        client.call(req).await?;
+        Ok::<(), lambda_runtime::Error>(())
+    };
+    if let Err(e) = sent.await {
+        tracing::error!(error = %e, "reporting the init error failed");
+    }
+}
+
+// ------------------------------------------------------------ one invocation
+
+/// The event kinds a function tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    ApiGatewayV2,
+    AgentCore,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::ApiGatewayV2 => "apigw_v2",
+            EventKind::AgentCore => "agentcore",
+        }
+    }
+
+    /// API Gateway payload 2.0 when `requestContext.http` is an object or
+    /// `version` is `"2.0"`; anything else is an AgentCore tool call. No
+    /// contract argument is called `requestContext` or `version`.
+    pub fn of(event: &Value) -> EventKind {
+        let http = event
+            .pointer("/requestContext/http")
+            .is_some_and(Value::is_object);
+        if http || event.get("version").and_then(Value::as_str) == Some("2.0") {
+            EventKind::ApiGatewayV2
+        } else {
+            EventKind::AgentCore
+        }
+    }
+}
+
+/// What the client context of an AgentCore invocation says, read loosely.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentCoreContext {
+    /// `custom.bedrockAgentCoreToolName`: `None` when absent or null,
+    /// `Some(Err(()))` when present but not a string.
+    pub tool_name: Option<Result<String, ()>>,
+    /// The propagated principal header, when present and a string.
+    pub principal: Option<String>,
+}
+
+impl AgentCoreContext {
+    /// Reads a raw client context. Never fails: anything that is not the
+    /// expected shape (not JSON, `custom` null or not an object, values of
+    /// any type) reads as absent. Keys match case-insensitively, since the
+    /// gateway's documentation spells them both `bedrockAgentCore...` and
+    /// `bedrockagentcore...`.
+    pub fn parse(raw: Option<&str>, principal_header: &str) -> AgentCoreContext {
+        let context = raw
+            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+            .unwrap_or(Value::Null);
+        let Some(custom) = object(context.get("custom")) else {
+            return AgentCoreContext::default();
+        };
+        let tool_name = match lookup(&custom, TOOL_NAME_KEY) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(Ok(s.clone())),
+            Some(_) => Some(Err(())),
+        };
+        // A header that is there but holds no single string (a number, a
+        // repeated header) reads as the empty principal, which is refused:
+        // an unusable identity never falls back to anonymous.
+        let principal = object(lookup(&custom, PROPAGATED_HEADERS_KEY)).and_then(|headers| {
+            match lookup(&headers, principal_header) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(Value::Array(a)) if a.len() == 1 => {
+                    Some(a[0].as_str().unwrap_or_default().to_string())
+                }
+                Some(_) => Some(String::new()),
+            }
+        });
+        AgentCoreContext {
+            tool_name,
+            principal,
+        }
+    }
+
+    /// The tool part of a gateway tool name: after the first `___`, or the
+    /// whole name when it has no target prefix.
+    pub fn tool(full: &str) -> &str {
+        full.split_once(TOOL_SEPARATOR)
+            .map_or(full, |(_, tool)| tool)
+    }
+}
+
+/// An object, or a JSON string that holds one (both shapes have been seen
+/// for propagated values).
+fn object(v: Option<&Value>) -> Option<Map<String, Value>> {
+    match v? {
+        Value::Object(m) => Some(m.clone()),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn lookup<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
+/// A principal from an authorizer or a propagated header: 1..512 characters,
+/// no control characters.
+fn checked_principal(raw: &str) -> Result<Principal, Error> {
+    let n = raw.chars().count();
+    if n == 0 || n > MAX_PRINCIPAL_CHARS || raw.chars().any(char::is_control) {
+        return Err(Error::unauthenticated(
+            "the caller's identity is empty, too long or malformed",
+        ));
+    }
+    Ok(Principal(raw.to_string()))
+}
+
+/// The serving side of a container: the operation, the context, the settings.
+pub struct Handler {
+    pub op: Operation,
+    pub ctx: Ctx,
+    pub settings: Settings,
+}
+
+impl Handler {
+    /// Answers one invocation: the response body to post. Never fails.
+    pub async fn invoke(&self, inv: &Invocation) -> Vec<u8> {
+        let started = Instant::now();
+        let budget = budget(inv.deadline_ms);
+        let parsed = serde_json::from_slice::<Value>(&inv.event);
+        let kind = parsed.as_ref().map_or(EventKind::AgentCore, EventKind::of);
+        let (status, code, body) = match (kind, parsed) {
+            (EventKind::ApiGatewayV2, Ok(event)) => {
+                let resp = self.api_gateway(&event, &inv.request_id, budget).await;
+                let code = error_code(&resp);
+                (resp.status, code, api_gateway_result(&resp))
+            }
+            (_, parsed) => {
+                let args = parsed
+                    .map_err(|e| Error::invalid_json(format!("the event is not valid JSON: {e}")));
+                let out = self
+                    .agentcore(args, inv.client_context.as_deref(), &inv.request_id, budget)
+                    .await;
+                match out {
+                    Ok(v) => (200, None, v),
+                    Err(e) => (e.status(), Some(e.code().as_str()), e.body()),
+                }
+            }
+        };
+        tracing::info!(
+            request_id = %inv.request_id,
+            operation = self.op.name(),
+            kind = kind.as_str(),
+            status,
+            code,
+            ms = started.elapsed().as_millis() as u64,
+            "invocation"
+        );
+        serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
+    }
+
+    /// An API Gateway HTTP API (payload 2.0) event through the shared router.
+    async fn api_gateway(&self, event: &Value, request_id: &str, budget: Duration) -> HttpResponse {
+        let text = |ptr: &str| event.pointer(ptr).and_then(Value::as_str);
+        let method = text("/requestContext/http/method");
+        let path = text("/rawPath").or_else(|| text("/requestContext/http/path"));
+        let (Some(method), Some(path)) = (method, path) else {
+            return HttpResponse::error(&Error::invalid_json(
+                "malformed API Gateway event: no requestContext.http.method or rawPath",
+            ));
+        };
+        let query = text("/rawQueryString").unwrap_or("");
+        let body = match event.get("body") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) if event["isBase64Encoded"] == true => {
+                match base64::engine::general_purpose::STANDARD.decode(s) {
+                    Ok(b) => b,
+                    Err(_) => {
+                        return HttpResponse::error(&Error::invalid_json(
+                            "the request body is flagged base64 but does not decode",
+                        ))
+                    }
+                }
+            }
+            Some(Value::String(s)) => s.clone().into_bytes(),
+            Some(_) => {
+                return HttpResponse::error(&Error::invalid_json(
+                    "malformed API Gateway event: body is not a string",
+                ))
+            }
+        };
+        let principal = match self.api_gateway_principal(event) {
+            Ok(p) => p,
+            Err(e) => return HttpResponse::error(&e),
+        };
+        let req = HttpRequest {
+            method,
+            path,
+            query,
+            body: &body,
+            request_id,
+        };
+        let attempt = || router::handle(&self.ctx, &principal, req);
+        let served = async {
+            let first = attempt().await;
+            if first.status == Code::Unavailable.status()
+                && self.connection_replaced(Instant::now()).await
+            {
+                tracing::warn!(
+                    request_id,
+                    "database connection re-established; retrying once"
+                );
+                return attempt().await;
+            }
+            first
+        };
+        match tokio::time::timeout(budget, served).await {
+            Ok(resp) => resp,
+            Err(_) => {
+                tracing::error!(request_id, "invocation deadline reached");
+                HttpResponse::error(&Error::Unavailable("deadline".into()))
+            }
+        }
+    }
+
+    /// JWT `sub`, else the IAM caller's ARN, else anonymous when allowed.
+    fn api_gateway_principal(&self, event: &Value) -> Result<Principal, Error> {
+        let authorizer = event.pointer("/requestContext/authorizer");
+        // Present but unusable (empty, not a string, too long) is refused,
+        // never taken for anonymous.
+        let claim = |ptr: &str| {
+            authorizer
+                .and_then(|a| a.pointer(ptr))
+                .filter(|v| !v.is_null())
+                .map(|v| v.as_str().unwrap_or(""))
+        };
+        if let Some(sub) = claim("/jwt/claims/sub") {
+            return checked_principal(sub);
+        }
+        if let Some(arn) = claim("/iam/userArn") {
+            return checked_principal(arn);
+        }
+        self.anonymous()
+    }
+
+    fn anonymous(&self) -> Result<Principal, Error> {
+        if self.settings.allow_anonymous {
+            Ok(Principal::anonymous())
+        } else {
+            Err(Error::unauthenticated(
+                "no authenticated caller, and anonymous calls are not enabled",
+            ))
+        }
+    }
+
+    /// An AgentCore tool call: the flat arguments of this function's
+    /// operation, the tool name and the caller from the client context.
+    async fn agentcore(
+        &self,
+        args: Result<Value, Error>,
+        client_context: Option<&str>,
+        request_id: &str,
+        budget: Duration,
+    ) -> Result<Value, Error> {
+        let context = AgentCoreContext::parse(client_context, &self.settings.principal_header);
+        let principal = match &context.principal {
+            Some(p) => checked_principal(p)?,
+            None => self.anonymous()?,
+        };
+        match &context.tool_name {
+            None => {}
+            Some(Ok(full)) if AgentCoreContext::tool(full) == self.op.name() => {}
+            Some(Ok(full)) => {
+                return Err(Error::Invalid {
+                    code: Code::InvalidArgument,
+                    field: None,
+                    message: format!(
+                        "this function serves the tool `{}`, not `{}`",
+                        self.op.name(),
+                        AgentCoreContext::tool(full)
+                    ),
+                })
+            }
+            Some(Err(())) => {
+                return Err(Error::Invalid {
+                    code: Code::InvalidArgument,
+                    field: None,
+                    message: format!("the client context's `{TOOL_NAME_KEY}` is not a string"),
+                })
+            }
+        }
+        let args = match args? {
+            Value::Object(m) => Value::Object(m),
+            _ => {
+                return Err(Error::invalid_json(
+                    "the tool arguments must be a JSON object",
+                ))
+            }
+        };
+        let attempt = || caught(self.op.call(&self.ctx, &principal, &args));
+        let served = async {
+            match attempt().await {
+                Err(Error::Unavailable(detail))
+                    if self.connection_replaced(Instant::now()).await =>
+                {
+                    tracing::warn!(request_id, error = %detail, "database connection re-established; retrying once");
+                    attempt().await
+                }
+                other => other,
+            }
+        };
+        let out = match tokio::time::timeout(budget, served).await {
+            Ok(out) => out,
+            Err(_) => Err(Error::Unavailable("invocation deadline reached".into())),
+        };
+        if let Err(e @ (Error::Internal(_) | Error::Unavailable(_))) = &out {
+            tracing::error!(request_id, operation = self.op.name(), error = %e, "operation failed");
+        }
+        out
+    }
+
+    /// Whether the pooled connection was replaced after `failed_at`: the
+    /// connection an operation used was found closed on checkout and a new
+    /// one is open. Then (and only then) a failed operation is worth one
+    /// more try.
+    async fn connection_replaced(&self, failed_at: Instant) -> bool {
+        match self.ctx.pool.get().await {
+            Ok(conn) => deadpool_postgres::Object::metrics(&conn).created > failed_at,
+            Err(_) => false,
+        }
+    }
+}
+
+/// Runs an operation future, turning a panic into [`Error::Internal`].
+async fn caught<F: Future<Output = Result<Value, Error>>>(f: F) -> Result<Value, Error> {
+    AssertUnwindSafe(f)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            Err(Error::Internal(format!("panic: {msg}")))
+        })
+}
+
+/// The time an invocation may take: until its deadline less a margin.
+fn budget(deadline_ms: Option<u64>) -> Duration {
+    let Some(deadline) = deadline_ms else {
+        return DEFAULT_BUDGET;
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    Duration::from_millis(deadline.saturating_sub(now))
+        .saturating_sub(DEADLINE_MARGIN)
+        .max(MIN_BUDGET)
+}
+
+/// The stable code of an error response, for the log line.
+fn error_code(resp: &HttpResponse) -> Option<&'static str> {
+    if resp.status < 400 {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&resp.body).ok()?;
+    let code = v.pointer("/error/code")?.as_str()?;
+    crate::contract::errors()
+        .iter()
+        .filter_map(|e| e["code"].as_str())
+        .find(|c| *c == code)
+}
+
+/// An API Gateway proxy result (payload 2.0) for a router response.
+pub fn api_gateway_result(resp: &HttpResponse) -> Value {
+    let headers: Map<String, Value> = resp
+        .headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    let (body, base64) = match std::str::from_utf8(&resp.body) {
+        Ok(s) => (s.to_string(), false),
+        Err(_) => (
+            base64::engine::general_purpose::STANDARD.encode(&resp.body),
+            true,
+        ),
+    };
+    json!({
+        "statusCode": resp.status,
+        "headers": headers,
+        "body": body,
+        "isBase64Encoded": base64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(move |k| {
+            vars.iter()
+                .find(|(name, _)| name == k)
+                .map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn operations_are_the_contract_operations() {
+        for op in Operation::ALL {
+            assert!(
+                crate::contract::operation(op.name()).is_some(),
+                "{}",
+                op.name()
+            );
+            assert_eq!(op.function_name().replace('-', "_"), op.name());
+        }
+    }
+
+    #[test]
+    fn event_kinds() {
+        let apigw = json!({"version": "2.0", "rawPath": "/api/search",
+            "requestContext": {"http": {"method": "POST"}}});
+        assert_eq!(EventKind::of(&apigw), EventKind::ApiGatewayV2);
+        assert_eq!(
+            EventKind::of(&json!({"requestContext": {"http": {}}})),
+            EventKind::ApiGatewayV2
+        );
+        assert_eq!(
+            EventKind::of(&json!({"version": "2.0"})),
+            EventKind::ApiGatewayV2
+        );
+        for flat in [
+            json!({"query": "kettle", "limit": 3}),
+            json!({"requestContext": "x"}),
+            json!({"version": 2}),
+            json!([]),
+            json!("text"),
+            Value::Null,
+        ] {
+            assert_eq!(EventKind::of(&flat), EventKind::AgentCore, "{flat}");
+        }
+    }
+
+    #[test]
+    fn client_contexts_are_read_loosely() {
+        let h = DEFAULT_PRINCIPAL_HEADER;
+        let parse = |raw: &str| AgentCoreContext::parse(Some(raw), h);
+        let full = parse(
+            r#"{"custom": {"bedrockAgentCoreToolName": "mosaic___search_products",
+                "bedrockAgentCoreGatewayId": "gw-1", "n": 5, "nested": {"a": [1]},
+                "bedrockAgentCorePropagatedHeaders": {"X-Mosaic-Principal": "user-1"}},
+               "client": null, "env": null}"#,
+        );
+        assert_eq!(
+            full.tool_name,
+            Some(Ok("mosaic___search_products".to_string()))
+        );
+        assert_eq!(full.principal.as_deref(), Some("user-1"));
+        // Lower-case key spelling, headers as a JSON string, repeated header.
+        let other = parse(
+            r#"{"custom": {"bedrockagentcoreToolName": "t___explain_retrieval",
+                "bedrockAgentCorePropagatedHeaders": "{\"x-mosaic-principal\": [\"u2\"]}"}}"#,
+        );
+        assert_eq!(other.tool_name, Some(Ok("t___explain_retrieval".into())));
+        assert_eq!(other.principal.as_deref(), Some("u2"));
+        for empty in [
+            "",
+            "not json",
+            "[]",
+            "null",
+            r#"{"custom": null}"#,
+            r#"{"client": null}"#,
+            r#"{"custom": []}"#,
+            r#"{"custom": {"bedrockAgentCoreToolName": null}}"#,
+            r#"{"custom": {"bedrockAgentCorePropagatedHeaders": {"x-other": "u"}}}"#,
+            r#"{"custom": {"bedrockAgentCorePropagatedHeaders": 7}}"#,
+        ] {
+            assert_eq!(parse(empty), AgentCoreContext::default(), "{empty}");
+        }
+        for unusable in [
+            r#"{"custom": {"bedrockAgentCorePropagatedHeaders": {"x-mosaic-principal": 7}}}"#,
+            r#"{"custom": {"bedrockAgentCorePropagatedHeaders": {"x-mosaic-principal": ["a", "b"]}}}"#,
+        ] {
+            assert_eq!(parse(unusable).principal.as_deref(), Some(""), "{unusable}");
+        }
+        assert_eq!(
+            parse(r#"{"custom": {"bedrockAgentCoreToolName": 7}}"#).tool_name,
+            Some(Err(()))
+        );
+        assert_eq!(
+            AgentCoreContext::parse(None, h),
+            AgentCoreContext::default()
+        );
+    }
+
+    #[test]
+    fn tool_names_split_at_the_first_separator() {
+        assert_eq!(
+            AgentCoreContext::tool("mosaic___search_products"),
+            "search_products"
+        );
+        assert_eq!(AgentCoreContext::tool("search_products"), "search_products");
+        assert_eq!(AgentCoreContext::tool("a___b___c"), "b___c");
+        assert_eq!(AgentCoreContext::tool("a__b"), "a__b");
+    }
+
+    #[test]
+    fn principals_are_bounded() {
+        assert_eq!(checked_principal("u-1").unwrap().as_str(), "u-1");
+        assert!(checked_principal(&"p".repeat(MAX_PRINCIPAL_CHARS)).is_ok());
+        for bad in ["", "a\nb", &"p".repeat(MAX_PRINCIPAL_CHARS + 1)] {
+            let e = checked_principal(bad).unwrap_err();
+            assert_eq!(e.status(), 401);
+            assert_eq!(e.body()["error"]["code"], "unauthenticated");
+        }
+    }
+
+    #[test]
+    fn settings_from_the_environment() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.embedder, EmbedderSetting::None);
+        assert_eq!(s.reranker, RerankerSetting::None);
+        assert!(!s.allow_anonymous);
+        assert_eq!(s.principal_header, DEFAULT_PRINCIPAL_HEADER);
+        assert_eq!(s.database_url, None);
+        let s = settings(&[
+            ("MOSAIC_EMBEDDER", "hashing"),
+            ("MOSAIC_RERANKER", "local"),
+            ("MOSAIC_ALLOW_ANONYMOUS", "TRUE"),
+            ("MOSAIC_AGENTCORE_PRINCIPAL_HEADER", "X-User"),
+            ("MOSAIC_DATABASE_URL", "postgres://u@h/db"),
+        ])
+        .unwrap();
+        assert_eq!(s.embedder, EmbedderSetting::Hashing(384));
+        assert_eq!(s.reranker, RerankerSetting::Local);
+        assert!(s.allow_anonymous);
+        assert_eq!(s.principal_header, "x-user");
+        assert_eq!(s.database_url.as_deref(), Some("postgres://u@h/db"));
+        assert_eq!(
+            settings(&[("MOSAIC_EMBEDDER", "hashing:1024")])
+                .unwrap()
+                .embedder,
+            EmbedderSetting::Hashing(1024)
+        );
+        assert!(matches!(
+            settings(&[("MOSAIC_EMBEDDER", "bedrock:titan-v2")])
+                .unwrap()
+                .embedder,
+            EmbedderSetting::Bedrock(_)
+        ));
+        for (k, v) in [
+            ("MOSAIC_EMBEDDER", "local"),
+            ("MOSAIC_EMBEDDER", "hashing:0"),
+            ("MOSAIC_RERANKER", "cohere"),
+            ("MOSAIC_ALLOW_ANONYMOUS", "yes"),
+            ("MOSAIC_LEXICAL_LIMIT", "x"),
+        ] {
+            assert!(settings(&[(k, v)]).is_err(), "{k}={v}");
+        }
+    }
+
+    #[test]
+    fn budgets_follow_the_deadline() {
+        assert_eq!(budget(None), DEFAULT_BUDGET);
+        assert_eq!(budget(Some(0)), MIN_BUDGET);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let b = budget(Some(now + 10_000));
+        assert!(b <= Duration::from_millis(10_000) - DEADLINE_MARGIN && b > Duration::from_secs(9));
+    }
+
+    #[test]
+    fn proxy_results() {
+        let r = api_gateway_result(&HttpResponse::json(
+            404,
+            &json!({"error": {"code": "not_found"}}),
+        ));
+        assert_eq!(r["statusCode"], 404);
+        assert_eq!(r["headers"]["content-type"], "application/json");
+        assert_eq!(r["isBase64Encoded"], false);
+        let body: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body["error"]["code"], "not_found");
+        let raw = HttpResponse {
+            status: 200,
+            headers: vec![],
+            body: vec![0xff, 0x00],
+        };
+        let r = api_gateway_result(&raw);
+        assert_eq!(r["isBase64Encoded"], true);
+        assert_eq!(r["body"], "/wA=");
+    }
+}

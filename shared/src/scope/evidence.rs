@@ -1,0 +1,261 @@
+//! `get_product_evidence`: the evidence units (specification and reviews) of
+//! one product granted by a retrieval scope, ranked for a question.
+//!
+//! Ranking, in one SQL statement with the grant check (`sql/evidence.sql`):
+//!
+//! - full text: `ts_rank_cd` of an OR query over the question's substantive
+//!   terms, so a conversational question ("what do owners say about
+//!   comfort?") still finds the units that mention any of them;
+//! - a cheap second signal: the mean pg_trgm word similarity of those terms
+//!   against the unit's title and body (typos, stems the parser splits);
+//! - a kind prior: review-style questions favour reviews, spec-style
+//!   questions favour the specification ([`intent`]).
+//!
+//! Units are ranked, not filtered: a product has a handful of units, and the
+//! score (with its parts in `signals`) shows how well each one matched.
+
+use super::{integer, object, product_id, scope_id, stars, text, to_json};
+use crate::context::{Ctx, Principal};
+use crate::error::Error;
+use crate::search::arms::lexical_terms;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+const SQL: &str = include_str!("sql/evidence.sql");
+const FIELDS: &[&str] = &[
+    "retrieval_scope_id",
+    "product_id",
+    "evidence_query",
+    "limit",
+];
+
+/// Longest accepted question, in characters.
+pub const MAX_QUESTION_CHARS: usize = 1_000;
+/// Units returned when `limit` is not given, and the most ever returned.
+pub const DEFAULT_LIMIT: i64 = 5;
+pub const MAX_LIMIT: i64 = 20;
+/// Added to the score of units of the kind the question asks about. Above
+/// the similarity signal's typical spread, below a full-text match's.
+pub const KIND_PRIOR: f64 = 0.25;
+
+/// What kind of evidence a question asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Intent {
+    Review,
+    Specification,
+    Neutral,
+}
+
+/// Words and phrases that mark a question about owners' experience.
+const REVIEW_CUES: &[&str] = &[
+    "owner",
+    "owners",
+    "people",
+    "reviewer",
+    "reviewers",
+    "review",
+    "reviews",
+    "say",
+    "says",
+    "said",
+    "complaint",
+    "complaints",
+    "complain",
+    "worth it",
+    "experience",
+    "experiences",
+    "opinion",
+    "opinions",
+    "feedback",
+    "recommend",
+    "problem",
+    "problems",
+    "issues",
+    "reliable",
+    "reliability",
+    "hold up",
+    "like it",
+    "customers",
+    "users",
+];
+
+/// Words and phrases that mark a question about the product's facts.
+const SPEC_CUES: &[&str] = &[
+    "spec",
+    "specs",
+    "specification",
+    "specifications",
+    "dimension",
+    "dimensions",
+    "size",
+    "weight",
+    "weigh",
+    "weighs",
+    "how many",
+    "how big",
+    "how heavy",
+    "capacity",
+    "battery",
+    "warranty",
+    "material",
+    "materials",
+    "made of",
+    "watts",
+    "wattage",
+    "resolution",
+    "measurements",
+    "sku",
+    "model number",
+    "features",
+    "compatible",
+    "compatibility",
+];
+
+/// The kind a question asks for: whichever cue list it hits more often.
+pub(crate) fn intent(question: &str) -> Intent {
+    let words: Vec<String> = question
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    let padded = format!(" {} ", words.join(" "));
+    let hits = |cues: &[&str]| {
+        cues.iter()
+            .filter(|c| padded.contains(&format!(" {c} ")))
+            .count()
+    };
+    let (review, spec) = (hits(REVIEW_CUES), hits(SPEC_CUES));
+    match review.cmp(&spec) {
+        std::cmp::Ordering::Greater => Intent::Review,
+        std::cmp::Ordering::Less => Intent::Specification,
+        std::cmp::Ordering::Equal => Intent::Neutral,
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Record {
+    evidence_id: String,
+    kind: String,
+    title: String,
+    /// The unit's full body.
+    text: String,
+    /// The body's best fragments with matched terms in `**bold**`; null when
+    /// no term matched the unit's text.
+    snippet: Option<String>,
+    source_uri: String,
+    source_revision: i32,
+    updated_at: DateTime<Utc>,
+    /// Stars, for reviews; null for specifications.
+    rating: Option<f64>,
+    score: f64,
+    signals: RecordSignals,
+}
+
+#[derive(Debug, Serialize)]
+struct RecordSignals {
+    text_rank: f64,
+    similarity: f64,
+    kind_prior: f64,
+}
+
+pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Result<Value, Error> {
+    let obj = object(args, FIELDS)?;
+    let scope = scope_id(obj)?;
+    let pid = match obj.get("product_id") {
+        None | Some(Value::Null) => {
+            return Err(Error::invalid("product_id", "`product_id` is required"))
+        }
+        Some(v) => product_id(v, "product_id")?,
+    };
+    let question = text(obj, "evidence_query", MAX_QUESTION_CHARS)?;
+    let limit = integer(obj, "limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let Some(scope) = scope else {
+        return Err(Error::NotFound);
+    };
+
+    let terms = lexical_terms(&question).positive;
+    let or_query = terms.join(" or ");
+    let intent = intent(&question);
+    let (review_prior, spec_prior) = match intent {
+        Intent::Review => (KIND_PRIOR, 0.0),
+        Intent::Specification => (0.0, KIND_PRIOR),
+        Intent::Neutral => (0.0, 0.0),
+    };
+    let client = ctx.pool.get().await?;
+    let rows = client
+        .query(
+            SQL,
+            &[
+                &scope,
+                &principal.as_str(),
+                &pid,
+                &or_query,
+                &terms,
+                &review_prior,
+                &spec_prior,
+                &limit,
+            ],
+        )
+        .await?;
+    if rows.is_empty() {
+        return Err(Error::NotFound);
+    }
+    let evidence: Vec<Record> = rows
+        .iter()
+        .filter(|r| r.get::<_, Option<String>>("evidence_id").is_some())
+        .map(|r| Record {
+            evidence_id: r.get("evidence_id"),
+            kind: r.get("kind"),
+            title: r.get("title"),
+            text: r.get("body"),
+            snippet: r.get("snippet"),
+            source_uri: r.get("source_uri"),
+            source_revision: r.get("source_revision"),
+            updated_at: r.get("updated_at"),
+            rating: stars(r.get("rating")),
+            score: r.get("score"),
+            signals: RecordSignals {
+                text_rank: r.get("text_rank"),
+                similarity: r.get("similarity"),
+                kind_prior: r.get("kind_prior"),
+            },
+        })
+        .collect();
+    Ok(json!({
+        "retrieval_scope_id": scope,
+        "product_id": pid,
+        "evidence_query": question,
+        "intent": intent,
+        "evidence": to_json(&evidence)?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_are_sorted_by_the_kind_they_ask_for() {
+        for q in [
+            "what do owners say about comfort?",
+            "Any complaints?",
+            "Is it worth it?",
+            "What is the experience after a year?",
+            "what do reviewers think of the zipper",
+        ] {
+            assert_eq!(intent(q), Intent::Review, "{q}");
+        }
+        for q in [
+            "what are the specs and dimensions?",
+            "How many ports does it have?",
+            "battery capacity",
+            "What's the weight?",
+        ] {
+            assert_eq!(intent(q), Intent::Specification, "{q}");
+        }
+        assert_eq!(intent("is it good for camping"), Intent::Neutral);
+    }
+}

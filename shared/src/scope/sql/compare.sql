@@ -1,0 +1,21 @@
+-- compare_products: the event, its granted candidates and their catalog
+-- rows, in ONE statement: only products this event granted to this
+-- principal come back, and nothing is retrieved anew.
+--
+-- $1 retrieval scope (search_event_id), $2 principal, $3 product ids (text[]).
+-- The caller refuses unless every requested id comes back.
+SELECT c.product_id, c.served_rank, c.pre_rerank_rank, c.final_rank,
+       c.lexical_rank, c.lexical_score, c.trigram_rank, c.trigram_score,
+       c.semantic_rank, c.semantic_score, c.rrf_score, c.rerank_score,
+       c.exact_match, c.match_reason, c.source_revision AS served_source_revision,
+       p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.price_cents,
+       p.currency, p.rating, p.availability, p.attributes, p.source_uri, p.revision
+FROM receipts.search_events e
+JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id
+JOIN catalog.products p ON p.product_id = c.product_id
+WHERE e.search_event_id = $1
+  AND e.principal = $2
+  AND e.authorized_limit IS NOT NULL
+  AND c.granted
+  AND c.product_id = ANY ($3::text[])
+ORDER BY c.served_rank, c.product_id;

@@ -1,0 +1,13 @@
+-- explain_retrieval, 2/2: every pool member of the event, in pool order.
+-- The event predicate is repeated so this statement alone never reads
+-- another principal's pool. $1 search_event_id, $2 principal.
+SELECT c.product_id, c.pre_rerank_rank, c.served_rank, c.final_rank, c.granted,
+       c.exact_match, c.match_reason, c.lexical_rank, c.lexical_score, c.trigram_rank,
+       c.trigram_score, c.semantic_rank, c.semantic_score, c.rrf_score, c.rerank_score,
+       c.source_uri, c.source_revision
+FROM receipts.search_events e
+JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id
+WHERE e.search_event_id = $1
+  AND e.principal = $2
+  AND e.authorized_limit IS NOT NULL
+ORDER BY c.pre_rerank_rank, c.product_id;

@@ -1,0 +1,204 @@
+//! The local HTTP server (`mosaic serve`): one axum fallback handler that
+//! reads the raw request, derives the principal and hands everything to the
+//! transport-neutral router [`crate::http::handle`].
+//!
+//! Local development only: the principal is taken from the
+//! `x-mosaic-principal` header (1..128 characters of `[A-Za-z0-9._:@-]`),
+//! `anonymous` when absent. Deployed functions derive it from the API
+//! Gateway authorizer instead.
+
+use crate::context::{Ctx, Principal};
+use crate::error::Error;
+use crate::http::{self, HttpRequest, HttpResponse};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::Router;
+use futures_util::StreamExt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The header the local server takes the principal from.
+pub const PRINCIPAL_HEADER: &str = "x-mosaic-principal";
+
+/// Longest accepted principal, in characters.
+const MAX_PRINCIPAL: usize = 128;
+
+/// How much of an oversized body is read and discarded before the 413.
+const DRAIN: usize = 1 << 20;
+
+/// How long draining an oversized body may take.
+const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+struct App {
+    ctx: Ctx,
+    max_body: usize,
+}
+
+/// Serves the API on `listener` until `shutdown` resolves, then stops
+/// accepting and lets requests in flight finish.
+pub async fn serve(
+    ctx: Ctx,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_with_limit(ctx, listener, shutdown, http::MAX_BODY).await
+}
+
+/// [`serve`] with another body limit (bytes).
+pub async fn serve_with_limit(
+    ctx: Ctx,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    max_body: usize,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .fallback(handler)
+        .with_state(Arc::new(App { ctx, max_body }));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
+    let started = Instant::now();
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let (parts, body) = req.into_parts();
+    let method = parts.method.as_str();
+    let path = parts.uri.path();
+    let query = parts.uri.query().unwrap_or("");
+
+    let principal = principal(&parts.headers);
+    let out = match &principal {
+        Err(e) => HttpResponse::error(e),
+        // One byte over the limit is enough for the router to refuse with
+        // its own 413; reading stops there.
+        Ok(p) => match read_capped(body, app.max_body.saturating_add(1)).await {
+            Err(e) => HttpResponse::error(&e),
+            Ok(bytes) => {
+                let req = HttpRequest {
+                    method,
+                    path,
+                    query,
+                    body: &bytes,
+                    request_id: &request_id,
+                };
+                http::handle_with_limit(&app.ctx, p, req, app.max_body).await
+            }
+        },
+    };
+
+    tracing::info!(
+        request_id = %request_id,
+        method,
+        path,
+        principal = principal.as_ref().map_or("-", |p| p.as_str()),
+        status = out.status,
+        ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
+        "request"
+    );
+    into_response(out)
+}
+
+/// The principal of a local request.
+fn principal(headers: &HeaderMap) -> Result<Principal, Error> {
+    let mut values = headers.get_all(PRINCIPAL_HEADER).iter();
+    let Some(value) = values.next() else {
+        return Ok(Principal::anonymous());
+    };
+    let bad = || {
+        Error::invalid(
+            PRINCIPAL_HEADER,
+            format!("`{PRINCIPAL_HEADER}` must be one value of 1 to {MAX_PRINCIPAL} characters of A-Z a-z 0-9 . _ : @ -"),
+        )
+    };
+    if values.next().is_some() {
+        return Err(bad());
+    }
+    let v = value.as_bytes();
+    let ok = (1..=MAX_PRINCIPAL).contains(&v.len())
+        && v.iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:@-".contains(b));
+    if !ok {
+        return Err(bad());
+    }
+    // All ASCII, checked above.
+    Ok(Principal(String::from_utf8_lossy(v).into_owned()))
+}
+
+/// Reads at most `cap` bytes of the body. Past the cap, up to [`DRAIN`]
+/// more bytes are read and discarded (for at most [`DRAIN_TIME`]) so that a
+/// client still sending sees the 413 instead of a broken pipe.
+async fn read_capped(body: Body, cap: usize) -> Result<Vec<u8>, Error> {
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| Error::invalid_json(format!("cannot read the request body: {e}")))?;
+        let room = cap - out.len();
+        if chunk.len() >= room {
+            out.extend_from_slice(&chunk[..room]);
+            let drain = async {
+                let mut drained = chunk.len() - room;
+                while drained <= DRAIN {
+                    match stream.next().await {
+                        Some(Ok(c)) => drained += c.len(),
+                        _ => break,
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+            break;
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+fn into_response(out: HttpResponse) -> Response {
+    let mut resp = Response::new(Body::from(out.body));
+    *resp.status_mut() =
+        StatusCode::from_u16(out.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in out.headers {
+        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            resp.headers_mut().insert(n, v);
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(
+                PRINCIPAL_HEADER,
+                HeaderValue::from_bytes(v.as_bytes()).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn principals() {
+        assert_eq!(principal(&with(&[])).unwrap(), Principal::anonymous());
+        assert_eq!(
+            principal(&with(&["alice@example.com:dev-1_2"])).unwrap().0,
+            "alice@example.com:dev-1_2"
+        );
+        let long = "a".repeat(MAX_PRINCIPAL);
+        assert!(principal(&with(&[&long])).is_ok());
+        let too_long = "a".repeat(MAX_PRINCIPAL + 1);
+        for bad in ["", "a b", "a/b", "é", too_long.as_str()] {
+            let e = principal(&with(&[bad])).unwrap_err();
+            assert_eq!(e.status(), 400, "{bad:?}");
+            assert_eq!(e.body()["error"]["field"], PRINCIPAL_HEADER);
+        }
+        assert!(principal(&with(&["a", "b"])).is_err());
+    }
+}

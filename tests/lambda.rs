@@ -1,0 +1,1086 @@
+//! The four Lambda functions, as the real compiled binaries, against an
+//! emulated Lambda Runtime API and a real PostgreSQL.
+//!
+//! Each test starts an emulator of the Runtime API (`/runtime/invocation/next`
+//! with the `Lambda-Runtime-*` headers, `/response`, `/error`, `/init/error`)
+//! on a loopback port, spawns function binaries with `AWS_LAMBDA_RUNTIME_API`
+//! pointing at it, and sends them the sample events in `events/` — both event
+//! kinds — plus the client-context shapes that stop `lambda_runtime` 1.5, and
+//! a database outage through a TCP proxy of the test's own.
+//!
+//! The binaries are not built by `cargo test` (they belong to other
+//! packages): build them first with
+//! `cargo build -p search-products -p get-product-evidence -p compare-products -p explain-retrieval`
+//! — `make test` does. They are looked up next to this test executable
+//! (`target/debug/<name>`).
+
+use mosaic_integration_tests::TestDb;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// The caller the sample events carry (JWT `sub`, propagated header).
+const SUB: &str = "3f6c9a2e-8d41-4b7a-9e55-1c2d3e4f5a6b";
+/// The scope placeholder of the sample events.
+const PLACEHOLDER: &str = "00000000-0000-4000-8000-000000000000";
+/// The product placeholders of the sample events.
+const P1: &str = "P0000001";
+const P2: &str = "P0000002";
+const FUNCTIONS: [&str; 4] = [
+    "search-products",
+    "get-product-evidence",
+    "compare-products",
+    "explain-retrieval",
+];
+/// How long one invocation may take before the test gives up.
+const INVOKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+// ------------------------------------------------------- Runtime API emulator
+
+#[derive(Debug)]
+enum Outcome {
+    /// `POST /runtime/invocation/{id}/response`.
+    Response(Value),
+    /// `POST /runtime/invocation/{id}/error`.
+    Error(Value),
+}
+
+struct Pending {
+    id: String,
+    event: Vec<u8>,
+    client_context: Option<String>,
+    reply: oneshot::Sender<Outcome>,
+}
+
+#[derive(Default)]
+struct Shared {
+    waiting: Mutex<HashMap<String, oneshot::Sender<Outcome>>>,
+    init_errors: Mutex<Vec<(Option<String>, Value)>>,
+    invocation_errors: Mutex<Vec<Value>>,
+}
+
+/// An emulated Lambda Runtime API (2018-06-01) for one function process.
+struct RuntimeApi {
+    addr: SocketAddr,
+    queue: mpsc::UnboundedSender<Pending>,
+    shared: Arc<Shared>,
+    counter: AtomicU64,
+    task: JoinHandle<()>,
+}
+
+impl Drop for RuntimeApi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+impl RuntimeApi {
+    async fn start(function: &str) -> RuntimeApi {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let (queue, rx) = mpsc::unbounded_channel::<Pending>();
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let shared = Arc::new(Shared::default());
+        let arn = format!("arn:aws:lambda:us-east-1:123456789012:function:{function}");
+        let task = {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        return;
+                    };
+                    tokio::spawn(serve_connection(
+                        stream,
+                        rx.clone(),
+                        shared.clone(),
+                        arn.clone(),
+                    ));
+                }
+            })
+        };
+        RuntimeApi {
+            addr,
+            queue,
+            shared,
+            counter: AtomicU64::new(0),
+            task,
+        }
+    }
+
+    /// Queues an invocation; the receiver yields the function's answer.
+    fn enqueue(
+        &self,
+        event: Vec<u8>,
+        client_context: Option<String>,
+    ) -> oneshot::Receiver<Outcome> {
+        let n = self.counter.fetch_add(1, Ordering::SeqCst);
+        let (reply, answer) = oneshot::channel();
+        let pending = Pending {
+            id: format!("8f5e2c1a-0000-4000-9000-{n:012}"),
+            event,
+            client_context,
+            reply,
+        };
+        assert!(self.queue.send(pending).is_ok(), "emulator running");
+        answer
+    }
+
+    fn init_errors(&self) -> Vec<(Option<String>, Value)> {
+        self.shared.init_errors.lock().unwrap().clone()
+    }
+
+    fn invocation_errors(&self) -> Vec<Value> {
+        self.shared.invocation_errors.lock().unwrap().clone()
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Pending>>>,
+    shared: Arc<Shared>,
+    arn: String,
+) {
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    // HTTP/1.1 keep-alive: one request after the other on the connection.
+    while let Some(req) = read_request(&mut read).await {
+        let response = match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/2018-06-01/runtime/invocation/next") => {
+                let Some(p) = queue.lock().await.recv().await else {
+                    return;
+                };
+                shared.waiting.lock().unwrap().insert(p.id.clone(), p.reply);
+                let deadline = now_ms() + 30_000;
+                let mut head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                     lambda-runtime-aws-request-id: {}\r\n\
+                     lambda-runtime-deadline-ms: {deadline}\r\n\
+                     lambda-runtime-invoked-function-arn: {arn}\r\n\
+                     lambda-runtime-trace-id: Root=1-692d5f28-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=0\r\n",
+                    p.id
+                );
+                if let Some(cc) = &p.client_context {
+                    head.push_str(&format!("lambda-runtime-client-context: {cc}\r\n"));
+                }
+                head.push_str(&format!("content-length: {}\r\n\r\n", p.event.len()));
+                let mut bytes = head.into_bytes();
+                bytes.extend_from_slice(&p.event);
+                bytes
+            }
+            ("POST", "/2018-06-01/runtime/init/error") => {
+                let body = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                let kind = req
+                    .headers
+                    .get("lambda-runtime-function-error-type")
+                    .cloned();
+                shared.init_errors.lock().unwrap().push((kind, body));
+                accepted()
+            }
+            ("POST", path) if path.starts_with("/2018-06-01/runtime/invocation/") => {
+                let rest = &path["/2018-06-01/runtime/invocation/".len()..];
+                let (id, what) = rest.split_once('/').unwrap_or((rest, ""));
+                let body = serde_json::from_slice::<Value>(&req.body).unwrap_or_else(|_| {
+                    Value::String(String::from_utf8_lossy(&req.body).into_owned())
+                });
+                let outcome = match what {
+                    "response" => Outcome::Response(body),
+                    "error" => {
+                        shared.invocation_errors.lock().unwrap().push(body.clone());
+                        Outcome::Error(body)
+                    }
+                    _ => {
+                        write.write_all(&not_found()).await.ok();
+                        continue;
+                    }
+                };
+                match shared.waiting.lock().unwrap().remove(id) {
+                    Some(reply) => {
+                        let _ = reply.send(outcome);
+                        accepted()
+                    }
+                    None => not_found(),
+                }
+            }
+            _ => not_found(),
+        };
+        if write.write_all(&response).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn accepted() -> Vec<u8> {
+    b"HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{\"status\":\"OK\"}"
+        .to_vec()
+}
+
+fn not_found() -> Vec<u8> {
+    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_vec()
+}
+
+/// One HTTP/1.1 request (`content-length` bodies only); `None` at EOF.
+async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<Request> {
+    let mut line = String::new();
+    if r.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).await.ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (k, v) = h.split_once(':')?;
+        headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+    }
+    assert!(
+        !headers.contains_key("transfer-encoding"),
+        "the emulator reads content-length bodies only: {headers:?}"
+    );
+    let len: usize = headers
+        .get("content-length")
+        .map_or(0, |v| v.parse().expect("content-length"));
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).await.ok()?;
+    Some(Request {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+// ------------------------------------------------------------ the functions
+
+/// A compiled function binary next to this test executable.
+fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    // target/<profile>/deps/lambda-<hash> -> target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the functions first with `cargo build -p search-products \
+         -p get-product-evidence -p compare-products -p explain-retrieval` (`make test` does)",
+        path.display()
+    );
+    path
+}
+
+/// A running function process with its own Runtime API.
+struct Function {
+    name: &'static str,
+    api: RuntimeApi,
+    child: Child,
+    logs: Arc<Mutex<String>>,
+    started: Instant,
+}
+
+impl Function {
+    async fn start(name: &'static str, database_url: &str, env: &[(&str, &str)]) -> Function {
+        Self::start_binary(name, &binary(name), database_url, env).await
+    }
+
+    async fn start_binary(
+        name: &'static str,
+        path: &Path,
+        database_url: &str,
+        env: &[(&str, &str)],
+    ) -> Function {
+        let api = RuntimeApi::start(name).await;
+        let mut cmd = Command::new(path);
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env(
+                "AWS_LAMBDA_LOG_STREAM_NAME",
+                "2026/12/01/[$LATEST]0123456789abcdef0123456789abcdef",
+            )
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
+            .env("AWS_REGION", "us-east-1")
+            .env("MOSAIC_DATABASE_URL", database_url)
+            .env("MOSAIC_EMBEDDER", "hashing")
+            .env("RUST_LOG", "info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("spawn the function");
+        let logs = Arc::new(Mutex::new(String::new()));
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let logs = logs.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stream).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut l = logs.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            });
+        }
+        Function {
+            name,
+            api,
+            child,
+            logs,
+            started,
+        }
+    }
+
+    fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// Sends one event and waits for the answer; fails fast (with the
+    /// function's logs) when the process exits instead.
+    async fn invoke(&mut self, event: &[u8], client_context: Option<&str>) -> Outcome {
+        let answer = self
+            .api
+            .enqueue(event.to_vec(), client_context.map(str::to_string));
+        let name = self.name;
+        tokio::select! {
+            a = tokio::time::timeout(INVOKE_TIMEOUT, answer) => match a {
+                Ok(Ok(outcome)) => outcome,
+                _ => panic!("{name}: no answer in {INVOKE_TIMEOUT:?}; logs:\n{}", self.logs()),
+            },
+            status = self.child.wait() => {
+                // Let the log readers drain.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                panic!("{name} exited ({status:?}) instead of answering; logs:\n{}", self.logs())
+            }
+        }
+    }
+
+    async fn response(&mut self, event: &[u8], client_context: Option<&str>) -> Value {
+        match self.invoke(event, client_context).await {
+            Outcome::Response(v) => v,
+            Outcome::Error(e) => panic!(
+                "{}: the invocation failed instead of answering: {e}; logs:\n{}",
+                self.name,
+                self.logs()
+            ),
+        }
+    }
+
+    /// An API Gateway event: `(statusCode, parsed body)`, after checking the
+    /// proxy result's shape.
+    async fn apigw(&mut self, event: &Value) -> (u16, Value) {
+        let r = self.response(event.to_string().as_bytes(), None).await;
+        let status = r["statusCode"].as_u64().unwrap_or_else(|| panic!("{r}")) as u16;
+        assert_eq!(r["headers"]["content-type"], "application/json", "{r}");
+        assert_eq!(r["isBase64Encoded"], false, "{r}");
+        let body = serde_json::from_str(r["body"].as_str().expect("body string"))
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {r}"));
+        (status, body)
+    }
+
+    /// An AgentCore tool call: the output object or the error envelope.
+    async fn agentcore(&mut self, args: &Value, client_context: Option<&str>) -> Value {
+        self.response(args.to_string().as_bytes(), client_context)
+            .await
+    }
+
+    fn assert_alive(&mut self) {
+        assert!(
+            self.child.try_wait().expect("process status").is_none(),
+            "{} stopped; logs:\n{}",
+            self.name,
+            self.logs()
+        );
+        assert!(
+            self.api.invocation_errors().is_empty() && self.api.init_errors().is_empty(),
+            "{}: errors were reported to the Runtime API: {:?} {:?}",
+            self.name,
+            self.api.invocation_errors(),
+            self.api.init_errors()
+        );
+    }
+}
+
+// ------------------------------------------------------------- sample events
+
+fn events_dir(function: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../events")
+        .join(function)
+}
+
+/// Every sample event of a function: `(file name, raw text)`, sorted.
+fn sample_events(function: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(events_dir(function))
+        .unwrap_or_else(|e| panic!("events/{function}: {e}"))
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).unwrap();
+            serde_json::from_str::<Value>(&text)
+                .unwrap_or_else(|e| panic!("events/{function}/{name} is not JSON: {e}"));
+            (name, text)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// One sample event's text.
+fn event_text(function: &str, file: &str) -> String {
+    std::fs::read_to_string(events_dir(function).join(file))
+        .unwrap_or_else(|e| panic!("events/{function}/{file}: {e}"))
+}
+
+/// The gateway's client context of a function, compacted to one header line.
+fn client_context(function: &str) -> String {
+    let text = std::fs::read_to_string(events_dir(function).join("agentcore-client-context.json"))
+        .expect("agentcore-client-context.json");
+    serde_json::from_str::<Value>(&text).unwrap().to_string()
+}
+
+/// A client context that names `tool` and propagates `principal`.
+fn context_for(tool: &str, principal: Option<&str>) -> String {
+    let mut custom = json!({
+        "bedrockAgentCoreGatewayId": "mosaic-gateway-test",
+        "bedrockAgentCoreTargetId": "TARGET0001",
+        "bedrockAgentCoreMessageVersion": "1.0",
+        "bedrockAgentCoreToolName": format!("mosaic-products___{tool}"),
+    });
+    if let Some(p) = principal {
+        custom["bedrockAgentCorePropagatedHeaders"] = json!({ "x-mosaic-principal": p });
+    }
+    json!({ "custom": custom, "client": null, "env": null }).to_string()
+}
+
+/// Replaces the placeholders of a sample event (scope id, then the two
+/// products, through markers so a real id equal to a placeholder is safe).
+fn substitute(text: &str, event_id: &str, products: &[String]) -> Value {
+    let t = text
+        .replace(PLACEHOLDER, "\u{1}SCOPE\u{1}")
+        .replace(P1, "\u{1}P1\u{1}")
+        .replace(P2, "\u{1}P2\u{1}")
+        .replace("\u{1}SCOPE\u{1}", event_id)
+        .replace("\u{1}P1\u{1}", &products[0])
+        .replace("\u{1}P2\u{1}", &products[1]);
+    serde_json::from_str(&t).unwrap()
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+/// The stable error code and field of an error envelope.
+fn error_of(v: &Value) -> (&str, Option<&str>) {
+    let code = v["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error envelope: {v}"));
+    assert!(v["error"]["message"].is_string(), "{v}");
+    (code, v["error"]["field"].as_str())
+}
+
+/// The HTTP status the contract gives an error code.
+fn status_of(code: &str) -> u16 {
+    mosaic::contract::errors()
+        .iter()
+        .find(|e| e["code"] == code)
+        .and_then(|e| e["http_status"].as_u64())
+        .unwrap_or_else(|| panic!("unknown error code {code}")) as u16
+}
+
+/// The generic refusal body, the same for every refusal.
+fn generic_refusal() -> Value {
+    mosaic::Error::NotFound.body()
+}
+
+/// Checks a search output: results, at most `limit`, the first
+/// `authorized_limit` granted and no other.
+fn check_search(v: &Value, limit: usize, authorized: usize) -> (String, Vec<String>, Vec<String>) {
+    let results = v["results"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert!(!results.is_empty() && results.len() <= limit, "{v}");
+    assert_eq!(v["limit"], limit as u64, "{v}");
+    assert_eq!(v["authorized_limit"], authorized as u64, "{v}");
+    let mut granted = Vec::new();
+    let mut served_only = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["rank"], i as u64 + 1, "{v}");
+        assert_eq!(r["granted"], i < authorized, "result {i}: {v}");
+        let id = r["product_id"].as_str().unwrap().to_string();
+        if i < authorized {
+            granted.push(id);
+        } else {
+            served_only.push(id);
+        }
+    }
+    let event = v["search_event_id"].as_str().expect("search_event_id");
+    uuid::Uuid::parse_str(event).expect("a uuid");
+    (event.to_string(), granted, served_only)
+}
+
+async fn principal_of(db: &TestDb, event: &str) -> String {
+    let id = uuid::Uuid::parse_str(event).unwrap();
+    db.owner()
+        .await
+        .query_one(
+            "SELECT principal FROM receipts.search_events WHERE search_event_id = $1",
+            &[&id],
+        )
+        .await
+        .expect("receipt")
+        .get(0)
+}
+
+// ------------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn search_products_serves_every_sample_event() {
+    let db = TestDb::with_sample("lambda_search").await;
+    let mut f = Function::start("search-products", &db.runtime_url(), &[]).await;
+    let cc = client_context("search-products");
+
+    for (name, text) in sample_events("search-products") {
+        let event = parse(&text);
+        match name.as_str() {
+            "apigw.json" => {
+                let (status, v) = f.apigw(&event).await;
+                assert_eq!(status, 200, "{v}");
+                let (id, granted, _) = check_search(&v, 5, 3);
+                assert_eq!(granted.len(), 3, "{v}");
+                assert_eq!(principal_of(&db, &id).await, SUB);
+            }
+            "apigw-bad-input.json" => {
+                let (status, v) = f.apigw(&event).await;
+                assert_eq!(status, 400, "{v}");
+                assert_eq!(error_of(&v), ("invalid_argument", Some("limit")));
+            }
+            "apigw-tools.json" => {
+                let (status, v) = f.apigw(&event).await;
+                assert_eq!(status, 200, "{v}");
+                assert_eq!(v, mosaic::contract::tools("agentcore").unwrap());
+            }
+            "agentcore.json" => {
+                let v = f.agentcore(&event, Some(&cc)).await;
+                let (id, _, _) = check_search(&v, 5, 3);
+                assert_eq!(principal_of(&db, &id).await, SUB);
+            }
+            "agentcore-bad-input.json" => {
+                let v = f.agentcore(&event, Some(&cc)).await;
+                assert_eq!(error_of(&v), ("unknown_field", Some("sort")));
+            }
+            "agentcore-client-context.json" => {}
+            other => panic!("events/search-products/{other}: no expectation for this file"),
+        }
+    }
+
+    // Principals: an IAM caller; no caller at all (anonymous is off here).
+    let mut iam = parse(&event_text("search-products", "apigw.json"));
+    assert_eq!(iam["rawPath"], "/api/search");
+    let arn = "arn:aws:sts::123456789012:assumed-role/mosaic-client/session-1";
+    iam["requestContext"]["authorizer"] = json!({"iam": {
+        "accessKey": "ASIAEXAMPLE", "accountId": "123456789012", "callerId": "AROAEXAMPLE:session-1",
+        "cognitoIdentity": null, "principalOrgId": null, "userArn": arn, "userId": "AROAEXAMPLE:session-1"}});
+    let (status, v) = f.apigw(&iam).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        principal_of(&db, v["search_event_id"].as_str().unwrap()).await,
+        arn
+    );
+    let mut anonymous = iam.clone();
+    anonymous["requestContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorizer");
+    let (status, v) = f.apigw(&anonymous).await;
+    assert_eq!(status, 401, "{v}");
+    assert_eq!(error_of(&v), ("unauthenticated", None));
+    let args = parse(&event_text("search-products", "agentcore.json"));
+    for cc in [None, Some(context_for("search_products", None))] {
+        let v = f.agentcore(&args, cc.as_deref()).await;
+        assert_eq!(error_of(&v), ("unauthenticated", None), "{cc:?}");
+    }
+    // A tool of another function; a bare tool name is fine.
+    let v = f
+        .agentcore(&args, Some(&context_for("get_product_evidence", Some(SUB))))
+        .await;
+    assert_eq!(error_of(&v).0, "invalid_argument", "{v}");
+    let bare = json!({"custom": {"bedrockAgentCoreToolName": "search_products",
+        "bedrockAgentCorePropagatedHeaders": {"x-mosaic-principal": SUB}}})
+    .to_string();
+    check_search(&f.agentcore(&args, Some(&bare)).await, 5, 3);
+    // Not an object, not JSON.
+    let v = f.agentcore(&json!(["kettle"]), Some(&cc)).await;
+    assert_eq!(error_of(&v), ("invalid_json", None));
+    match f.invoke(b"{not json", Some(&cc)).await {
+        Outcome::Response(v) => assert_eq!(error_of(&v), ("invalid_json", None)),
+        other => panic!("{other:?}"),
+    }
+    f.assert_alive();
+}
+
+#[tokio::test]
+async fn scoped_functions_serve_every_sample_event_in_scope_and_refuse_outside() {
+    let db = TestDb::with_sample("lambda_scoped").await;
+    let url = db.runtime_url();
+    let mut search = Function::start("search-products", &url, &[]).await;
+    let search_event = parse(&event_text("search-products", "apigw.json"));
+    let (status, v) = search.apigw(&search_event).await;
+    assert_eq!(status, 200, "{v}");
+    let (event_id, granted, served_only) = check_search(&v, 5, 3);
+
+    for function in [
+        "get-product-evidence",
+        "compare-products",
+        "explain-retrieval",
+    ] {
+        let mut f = Function::start(function, &url, &[]).await;
+        let cc = client_context(function);
+        let tool = function.replace('-', "_");
+        let mut in_scope: HashMap<&str, Value> = HashMap::new();
+        for (name, text) in sample_events(function) {
+            let event = substitute(&text, &event_id, &granted);
+            let kind = if name.starts_with("apigw") {
+                "apigw"
+            } else {
+                "agentcore"
+            };
+            let (status, v) = match (kind, name.as_str()) {
+                (_, "agentcore-client-context.json") => continue,
+                ("apigw", _) => f.apigw(&event).await,
+                _ => {
+                    let v = f.agentcore(&event, Some(&cc)).await;
+                    let status = match v["error"]["code"].as_str() {
+                        None => 200,
+                        Some(code) => status_of(code),
+                    };
+                    (status, v)
+                }
+            };
+            let base = name.trim_end_matches(".json");
+            let expect = base.strip_prefix(kind).unwrap_or(base);
+            match expect {
+                "" => {
+                    assert_eq!(status, 200, "{function}/{name}: {v}");
+                    assert_eq!(v["retrieval_scope_id"], event_id.as_str(), "{v}");
+                    match function {
+                        "get-product-evidence" => {
+                            assert_eq!(v["product_id"], granted[0].as_str(), "{v}");
+                            assert!(v["evidence"].is_array(), "{v}");
+                        }
+                        "compare-products" => {
+                            let ids: Vec<&str> = v["products"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|p| p["product_id"].as_str().unwrap())
+                                .collect();
+                            assert_eq!(ids.len(), 2, "{v}");
+                            assert!(ids.contains(&granted[0].as_str()), "{v}");
+                            assert!(ids.contains(&granted[1].as_str()), "{v}");
+                        }
+                        _ => {
+                            let pool = v["pool"].as_array().expect("pool");
+                            let granted_in_pool =
+                                pool.iter().filter(|c| c["granted"] == true).count();
+                            assert_eq!(granted_in_pool, granted.len(), "{v}");
+                        }
+                    }
+                    in_scope.insert(kind, v);
+                }
+                "-bad-input" => {
+                    assert_eq!(status, 400, "{function}/{name}: {v}");
+                    let expected = match (function, kind) {
+                        ("get-product-evidence", "apigw") => ("invalid_argument", Some("limit")),
+                        ("get-product-evidence", _) => ("invalid_argument", Some("evidence_query")),
+                        ("compare-products", _) => ("invalid_argument", Some("product_ids")),
+                        ("explain-retrieval", "apigw") => ("invalid_json", None),
+                        _ => ("unknown_field", Some("include_pool")),
+                    };
+                    assert_eq!(error_of(&v), expected, "{function}/{name}");
+                }
+                "-refusal" => {
+                    assert_eq!(status, 404, "{function}/{name}: {v}");
+                    assert_eq!(v, generic_refusal(), "{function}/{name}");
+                }
+                _ => panic!("events/{function}/{name}: no expectation for this file"),
+            }
+            // As it stands (placeholders), every scoped event is refused.
+            if !name.contains("bad-input") {
+                let raw = parse(&text);
+                let v = if kind == "apigw" {
+                    let (status, v) = f.apigw(&raw).await;
+                    assert_eq!(status, 404, "{function}/{name} unsubstituted: {v}");
+                    v
+                } else {
+                    f.agentcore(&raw, Some(&cc)).await
+                };
+                assert_eq!(v, generic_refusal(), "{function}/{name} unsubstituted");
+            }
+        }
+        // Both transports give the same answer in scope.
+        assert_eq!(in_scope.len(), 2, "{function}: {:?}", in_scope.keys());
+        assert_eq!(in_scope["apigw"], in_scope["agentcore"], "{function}");
+
+        // Outside the scope: another caller; a product served but not granted.
+        let agentcore_args =
+            substitute(&event_text(function, "agentcore.json"), &event_id, &granted);
+        let other = context_for(&tool, Some("someone-else"));
+        assert_eq!(
+            f.agentcore(&agentcore_args, Some(&other)).await,
+            generic_refusal()
+        );
+        if let (Some(outside), false) = (served_only.first(), function == "explain-retrieval") {
+            let args = substitute(
+                &event_text(function, "agentcore.json"),
+                &event_id,
+                &[outside.clone(), granted[1].clone()],
+            );
+            assert_eq!(f.agentcore(&args, Some(&cc)).await, generic_refusal());
+        }
+        f.assert_alive();
+    }
+    search.assert_alive();
+}
+
+#[tokio::test]
+async fn client_context_shapes_never_stop_the_function() {
+    let db = TestDb::with_sample("lambda_contexts").await;
+    let mut f = Function::start(
+        "search-products",
+        &db.runtime_url(),
+        &[("MOSAIC_ALLOW_ANONYMOUS", "true")],
+    )
+    .await;
+    let args = json!({"query": "espresso machine", "limit": 3});
+    let good = client_context("search-products");
+    // (client context, expected: Ok(principal) or Err(code))
+    let shapes: Vec<(&str, Result<&str, &str>)> = vec![
+        (r#"{"custom":null}"#, Ok("anonymous")),
+        (r#"{"client":null}"#, Ok("anonymous")),
+        (
+            r#"{"custom":null,"client":null,"env":null}"#,
+            Ok("anonymous"),
+        ),
+        (
+            r#"{"client":{"installation_id":7},"custom":{},"env":{"locale":1}}"#,
+            Ok("anonymous"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","attempt":2,"sampled":true,"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"ctx-user","x-tenant":["a","b"]}},"client":null}"#,
+            Ok("ctx-user"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","bedrockAgentCorePropagatedHeaders":"{\"X-Mosaic-Principal\":\"json-string-user\"}"}}"#,
+            Ok("json-string-user"),
+        ),
+        (r#"{"custom":"a string"}"#, Ok("anonymous")),
+        (
+            r#"{"custom":{"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"jürgen@example.com"}}}"#,
+            Ok("jürgen@example.com"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":5}}"#,
+            Err("invalid_argument"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___explain_retrieval"}}"#,
+            Err("invalid_argument"),
+        ),
+        // A propagated identity that is there but unusable is refused, not
+        // taken for anonymous.
+        (
+            r#"{"custom":{"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":""}}}"#,
+            Err("unauthenticated"),
+        ),
+        ("[]", Ok("anonymous")),
+        ("null", Ok("anonymous")),
+        ("not json at all", Ok("anonymous")),
+    ];
+    for (cc, expected) in shapes {
+        let v = f.agentcore(&args, Some(cc)).await;
+        match expected {
+            Ok(principal) => {
+                let (id, _, _) = check_search(&v, 3, 3);
+                assert_eq!(principal_of(&db, &id).await, principal, "{cc}");
+            }
+            Err(code) => assert_eq!(error_of(&v).0, code, "{cc}: {v}"),
+        }
+        // The next invocation is served as usual.
+        let v = f.agentcore(&args, Some(&good)).await;
+        let (id, _, _) = check_search(&v, 3, 3);
+        assert_eq!(principal_of(&db, &id).await, SUB, "after {cc}");
+        f.assert_alive();
+    }
+}
+
+/// A TCP proxy in front of PostgreSQL that the test can cut and close.
+struct Proxy {
+    addr: SocketAddr,
+    open: Arc<AtomicBool>,
+    cut: watch::Sender<u64>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = Arc::new(AtomicBool::new(true));
+        let (cut, cuts) = watch::channel(0u64);
+        let task = {
+            let open = open.clone();
+            tokio::spawn(async move {
+                while let Ok((mut client, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        // Refused: closed before a byte is exchanged.
+                        drop(client);
+                        continue;
+                    }
+                    let upstream = upstream.clone();
+                    let mut cuts = cuts.clone();
+                    // Only cuts from now on end this connection.
+                    cuts.mark_unchanged();
+                    tokio::spawn(async move {
+                        let Ok(mut server) = TcpStream::connect(&upstream).await else {
+                            return;
+                        };
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            // Both sockets close when the task ends.
+                            _ = cuts.changed() => {}
+                        }
+                    });
+                }
+            })
+        };
+        Proxy {
+            addr,
+            open,
+            cut,
+            task,
+        }
+    }
+
+    /// Drops every proxied connection.
+    fn cut_all(&self) {
+        self.cut.send_modify(|n| *n += 1);
+    }
+
+    fn set_open(&self, open: bool) {
+        self.open.store(open, Ordering::SeqCst);
+    }
+}
+
+/// An anonymous search that must succeed (the logs are shown if not).
+async fn served(f: &mut Function, args: &Value) {
+    let v = f.agentcore(args, None).await;
+    assert!(v["results"].is_array(), "{v}\nlogs:\n{}", f.logs());
+}
+
+#[tokio::test]
+async fn a_database_outage_is_a_503_and_the_function_recovers() {
+    let db = TestDb::with_sample("lambda_outage").await;
+    let url = db.runtime_url();
+    let cfg: tokio_postgres::Config = url.parse().unwrap();
+    let host = match &cfg.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        other => panic!("the test database must be on TCP: {other:?}"),
+    };
+    let port = cfg.get_ports()[0];
+    let proxy = Proxy::start(format!("{host}:{port}")).await;
+    let proxied = url.replacen(&format!("{host}:{port}"), &proxy.addr.to_string(), 1);
+    assert_ne!(proxied, url, "{url}");
+
+    let mut f = Function::start(
+        "search-products",
+        &proxied,
+        &[("MOSAIC_ALLOW_ANONYMOUS", "true")],
+    )
+    .await;
+    let args = json!({"query": "robot vacuum", "limit": 3});
+    let apigw = parse(&event_text("search-products", "apigw.json"));
+    served(&mut f, &args).await;
+
+    // Connections cut between two invocations, the database still there:
+    // the connection is re-established and nothing fails.
+    proxy.cut_all();
+    served(&mut f, &args).await;
+    proxy.cut_all();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, v) = f.apigw(&apigw).await;
+    assert_eq!(status, 200, "{v}");
+
+    // A connection lost in the middle of an operation: the operation runs
+    // once more on a new connection (when the cut lands after the last
+    // statement there is nothing to retry; the answer is the same).
+    for delay_ms in [30, 120, 250] {
+        let (v, ()) = tokio::join!(f.agentcore(&args, None), async {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            proxy.cut_all();
+        });
+        assert!(
+            v["results"].is_array(),
+            "cut after {delay_ms} ms: {v}\n{}",
+            f.logs()
+        );
+    }
+    if std::env::var_os("MOSAIC_TEST_SHOW_LOGS").is_some() {
+        println!("{}", f.logs());
+    }
+
+    // Connections cut and new ones refused: unavailable, on both event kinds.
+    proxy.set_open(false);
+    proxy.cut_all();
+    let v = f.agentcore(&args, None).await;
+    assert_eq!(error_of(&v), ("unavailable", None), "{v}");
+    let (status, v) = f.apigw(&apigw).await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(error_of(&v), ("unavailable", None));
+
+    // Back: the same process serves again.
+    proxy.set_open(true);
+    served(&mut f, &args).await;
+    let (status, v) = f.apigw(&apigw).await;
+    assert_eq!(status, 200, "{v}");
+    f.assert_alive();
+    let logs = f.logs();
+    assert!(logs.contains("\"status\":503"), "{logs}");
+}
+
+#[tokio::test]
+async fn a_configuration_error_is_reported_as_an_init_error() {
+    let db = TestDb::empty("lambda_init").await;
+    for (var, value) in [
+        ("MOSAIC_EMBEDDER", "word2vec"),
+        ("MOSAIC_ALLOW_ANONYMOUS", "perhaps"),
+    ] {
+        let mut f = Function::start("explain-retrieval", &db.runtime_url(), &[(var, value)]).await;
+        let status = tokio::time::timeout(Duration::from_secs(20), f.child.wait())
+            .await
+            .expect("the function exits after a failed init")
+            .unwrap();
+        assert!(!status.success(), "{status:?}");
+        let errors = f.api.init_errors();
+        assert_eq!(errors.len(), 1, "{errors:?}\n{}", f.logs());
+        let (kind, body) = &errors[0];
+        assert_eq!(kind.as_deref(), Some("Runtime.ConfigurationError"));
+        assert_eq!(body["errorType"], "Runtime.ConfigurationError", "{body}");
+        assert!(
+            body["errorMessage"].as_str().unwrap().contains(var),
+            "{body}"
+        );
+    }
+}
+
+/// Process start to first response, and a warm invocation, per function
+/// (release binaries when `target/release/<name>` exists, else debug).
+/// Prints; asserts nothing. Run with
+/// `cargo test -p mosaic-integration-tests --test lambda -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement, not a check"]
+async fn measure_start_to_first_response() {
+    let db = TestDb::with_sample("lambda_timing").await;
+    let url = db.runtime_url();
+    let release_dir = binary("search-products")
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("release");
+    for name in FUNCTIONS {
+        let release = release_dir.join(name);
+        let (path, profile) = if release.is_file() {
+            (release, "release")
+        } else {
+            (binary(name), "debug")
+        };
+        let size = std::fs::metadata(&path).unwrap().len();
+        // Each operation with its own arguments; the scoped ones are
+        // refusals (placeholder scope), which still run their SQL.
+        let args = match name {
+            "search-products" => json!({"query": "wireless headphones", "limit": 5}),
+            "get-product-evidence" => json!({"retrieval_scope_id": PLACEHOLDER,
+                "product_id": P1, "evidence_query": "battery"}),
+            "compare-products" => {
+                json!({"retrieval_scope_id": PLACEHOLDER, "product_ids": [P1, P2]})
+            }
+            _ => json!({"retrieval_scope_id": PLACEHOLDER}),
+        };
+        let (mut first, mut warm) = (Vec::new(), Vec::new());
+        for _ in 0..7 {
+            let mut f =
+                Function::start_binary(name, &path, &url, &[("MOSAIC_ALLOW_ANONYMOUS", "true")])
+                    .await;
+            let v = f.agentcore(&args, None).await;
+            first.push(f.started.elapsed());
+            assert!(v.is_object(), "{v}");
+            let t = Instant::now();
+            f.agentcore(&args, None).await;
+            warm.push(t.elapsed());
+        }
+        first.sort();
+        warm.sort();
+        println!(
+            "{name} ({profile}, {:.1} MiB): start to first response min {:?} median {:?} max {:?}; \
+             warm invocation median {:?}",
+            size as f64 / 1048576.0,
+            first[0],
+            first[first.len() / 2],
+            first[first.len() - 1],
+            warm[warm.len() / 2],
+        );
+    }
+}
