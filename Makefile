@@ -6,6 +6,13 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/mosaic/target
 MOSAIC := $(CARGO_TARGET_DIR)/debug/mosaic
 PRODUCTS ?= 5000
 
+# The local cluster's port (scripts/db.sh); every connection string follows it.
+export MOSAIC_PG_PORT ?= 54329
+export MOSAIC_DATABASE_URL ?= postgres://mosaic_owner:mosaic_owner@127.0.0.1:$(MOSAIC_PG_PORT)/mosaic
+export MOSAIC_RUNTIME_DATABASE_URL ?= postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:$(MOSAIC_PG_PORT)/mosaic
+export MOSAIC_TEST_SERVER ?= postgres://mosaic_owner:mosaic_owner@127.0.0.1:$(MOSAIC_PG_PORT)
+export MOSAIC_TEST_RUNTIME_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:$(MOSAIC_PG_PORT)
+
 .PHONY: demo demo-stop test db db-stop model build check-template migrate sample embed stats fmt lint clean-test-dbs help
 
 help:
@@ -53,6 +60,7 @@ check-template:
 test: db model clean-test-dbs check-template
 	cargo build -p search-products -p get-product-evidence -p compare-products -p explain-retrieval
 	cargo test --workspace --no-fail-fast
+	cargo test -p mosaic --features aws --test aws_stubs
 
 fmt:
 	cargo fmt --all
@@ -60,3 +68,4 @@ fmt:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p mosaic --features aws,lambda --all-targets -- -D warnings

@@ -16,6 +16,8 @@ ADDR="${MOSAIC_ADDR:-127.0.0.1:8787}"
 URL="http://$ADDR"
 STATE=.mosaic
 mkdir -p "$STATE"
+export MOSAIC_DATABASE_URL="${MOSAIC_DATABASE_URL:-$(bash scripts/db.sh url owner)}"
+export MOSAIC_RUNTIME_DATABASE_URL="${MOSAIC_RUNTIME_DATABASE_URL:-$(bash scripts/db.sh url runtime)}"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
