@@ -743,7 +743,9 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let q = "wireless headphones zzyzxnotaword -bluetooth";
     let tx = c.transaction().await.unwrap();
     let elig = Eligibility::with_query(&Filters::default(), Some(q));
-    let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
+    let lexical = arms::lexical(&tx, &elig, "wireless headphones zzyzxnotaword", &profile)
+        .await
+        .unwrap();
     assert_eq!(lexical.mode.as_deref(), Some("backoff_any_term"));
     assert!(
         lexical.returned > 10,
@@ -816,4 +818,30 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
         .unwrap()
         .get(0);
     assert_eq!(leaked, 0, "a negated term reached the pool");
+
+    // A negated stop word or inflected word means exactly that word: it
+    // neither vanishes ("down" is an English stop word) nor widens by
+    // stemming ("lined" must not exclude every product "line").
+    for (query, word) in [
+        ("sleeping bag -down", "down"),
+        ("dotted journal -lined", "lined"),
+    ] {
+        let r = run(&ctx, json!({"query": query, "limit": 20}))
+            .await
+            .unwrap();
+        assert!(!r.results.is_empty(), "{query}: everything was excluded");
+        let leaked: i64 = rt
+            .query_one(
+                "SELECT count(*) FROM receipts.search_candidates c JOIN search.product_projection p USING (product_id)
+                 WHERE c.search_event_id = $1 AND p.embedding_text ~* ('\\m' || $2 || '\\M')",
+                &[&r.search_event_id, &word],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            leaked, 0,
+            "{query}: a product with the word {word:?} reached the pool"
+        );
+    }
 }

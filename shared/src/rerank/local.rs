@@ -2,12 +2,41 @@
 //! cross-encoder (Cohere Rerank, Amazon Rerank), so the rerank stage does
 //! real work on a laptop without any service.
 //!
-//! Score = 0.5 × cosine(query, document head) + 0.3 × coverage of the
-//! query's terms in the whole document + 0.2 × coverage in the title.
-//! The document head is the title and attributes (the first two segments
-//! of the rerank text); its embedding comes from the same sentence model the
-//! semantic arm uses and is memoised, so repeated pools cost little.
-//! It is not a learned reranker and is not meant to beat one.
+//! It combines two signals per pool member:
+//!
+//! * **base** = 0.5 × cosine(query, document head) + 0.3 × coverage of the
+//!   query's terms in the whole document + 0.2 × coverage in the title.
+//!   The document head is the title and attributes (the first and fourth
+//!   segments of the rerank text); its embedding comes from the same sentence
+//!   model the semantic arm uses and is memoised, so repeated pools cost little.
+//! * **identity** = for each query token, its best fuzzy match among the
+//!   document's identity tokens (the words of the title and of the
+//!   "brand model sku" segment), averaged over the query tokens. Tokens are
+//!   compared as identifier keys (lower-cased letters and digits, so
+//!   `VX-HP000123` and `vxhp000123` are the same key); the match of two keys
+//!   is the mean of their character-trigram similarity (Jaccard over padded
+//!   trigrams, as pg_trgm pads) and their edit similarity
+//!   (1 − optimal-string-alignment distance / longer length). Trigrams reward
+//!   long shared runs such as a series prefix; the edit distance counts
+//!   typing mistakes (deletion, substitution, transposition) one each.
+//!
+//! The final score depends on whether the query is *identifier-like*: it has
+//! a token key of at least four characters with both a letter and a digit
+//! (a SKU or model number, possibly misspelt).
+//!
+//! * identifier-like: score = 0.3 × base + 0.7 × identity. The sentence model
+//!   and word coverage know nothing about `KSHP-1040` versus `KSHP-1004`, so
+//!   identifier closeness decides: the look-alike series of a SKU orders by
+//!   how close its identifiers are, and a misspelt model still finds its
+//!   product.
+//! * otherwise: score = 0.85 × base + 0.15 × identity, so a misspelt brand or
+//!   title word still counts for something without overriding the meaning.
+//!
+//! Everything is deterministic (scores are rounded to six decimals) and cheap:
+//! the fuzzy matching is a few thousand short-string comparisons per pool.
+//! It is not a learned reranker and is not meant to beat one; in particular it
+//! has no notion of negation (the caller strips negated terms before calling)
+//! or of filters (the pool is already eligible).
 
 use super::{RerankError, Reranker};
 use crate::embed::{cosine, EmbedKind, Embedder};
@@ -64,7 +93,7 @@ pub struct LocalReranker {
 
 impl LocalReranker {
     pub fn new(embedder: Arc<dyn Embedder>) -> Self {
-        let model_id = format!("local/coverage+{}", embedder.model_id());
+        let model_id = format!("local/coverage+identity+{}", embedder.model_id());
         LocalReranker {
             embedder,
             model_id,
@@ -94,6 +123,122 @@ fn coverage(query: &[String], text: &HashSet<String>) -> f64 {
     query.iter().filter(|t| text.contains(*t)).count() as f64 / query.len() as f64
 }
 
+/// Weight of the identity match for identifier-like queries.
+const IDENTITY_WEIGHT_IDENTIFIER: f64 = 0.7;
+/// Weight of the identity match for all other queries.
+const IDENTITY_WEIGHT_TEXT: f64 = 0.15;
+
+/// Lower-cased letters and digits only: `VX-HP000123` → `vxhp000123`.
+fn identifier_key(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whitespace-separated tokens as identifier keys, empty ones and stopwords
+/// dropped.
+fn identity_keys(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(identifier_key)
+        .filter(|k| !k.is_empty() && !STOPWORDS.contains(&k.as_str()))
+        .collect()
+}
+
+/// A SKU- or model-like key: at least four characters, letters and digits.
+fn is_identifier(key: &str) -> bool {
+    key.chars().count() >= 4
+        && key.chars().any(|c| c.is_ascii_digit())
+        && key.chars().any(char::is_alphabetic)
+}
+
+/// Padded character trigrams (two spaces before, one after, as pg_trgm).
+fn trigrams(key: &str) -> HashSet<[char; 3]> {
+    let chars: Vec<char> = "  ".chars().chain(key.chars()).chain([' ']).collect();
+    chars.windows(3).map(|w| [w[0], w[1], w[2]]).collect()
+}
+
+/// Optimal-string-alignment edit distance (adjacent transpositions count
+/// as one edit).
+fn osa_distance(a: &[char], b: &[char]) -> usize {
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[n][m]
+}
+
+/// A key prepared once for repeated comparisons.
+struct Key {
+    chars: Vec<char>,
+    grams: HashSet<[char; 3]>,
+}
+
+impl Key {
+    fn new(key: &str) -> Self {
+        Key {
+            chars: key.chars().collect(),
+            grams: trigrams(key),
+        }
+    }
+
+    /// Mean of trigram Jaccard similarity and edit similarity, in [0, 1].
+    fn similarity(&self, other: &Key) -> f64 {
+        if self.chars == other.chars {
+            return 1.0;
+        }
+        let shared = self.grams.intersection(&other.grams).count();
+        let union = self.grams.len() + other.grams.len() - shared;
+        let trigram = if union == 0 {
+            0.0
+        } else {
+            shared as f64 / union as f64
+        };
+        let longer = self.chars.len().max(other.chars.len()).max(1);
+        let edit = 1.0 - osa_distance(&self.chars, &other.chars) as f64 / longer as f64;
+        (trigram + edit) / 2.0
+    }
+}
+
+/// The mean, over the query keys, of each key's best match among the
+/// document's identity keys (title words and the brand/model/SKU segment).
+fn identity_match(query: &[Key], doc: &str) -> f64 {
+    if query.is_empty() {
+        return 0.0;
+    }
+    let mut parts = doc.splitn(3, ". ");
+    let title = parts.next().unwrap_or_default();
+    let identity = parts.next().unwrap_or_default();
+    let mut seen = HashSet::new();
+    let keys: Vec<Key> = identity_keys(title)
+        .into_iter()
+        .chain(identity_keys(identity))
+        .filter(|k| seen.insert(k.clone()))
+        .map(|k| Key::new(&k))
+        .collect();
+    let total: f64 = query
+        .iter()
+        .map(|q| keys.iter().map(|k| q.similarity(k)).fold(0.0, f64::max))
+        .sum();
+    total / query.len() as f64
+}
+
 /// The title and attribute segments of a rerank text.
 fn head(doc: &str) -> String {
     let mut parts = doc.splitn(5, ". ");
@@ -121,6 +266,19 @@ impl Reranker for LocalReranker {
             .collect::<HashSet<_>>()
             .into_iter()
             .collect();
+        let q_keys: Vec<String> = {
+            let mut seen = HashSet::new();
+            identity_keys(query)
+                .into_iter()
+                .filter(|k| seen.insert(k.clone()))
+                .collect()
+        };
+        let identity_weight = if q_keys.iter().any(|k| is_identifier(k)) {
+            IDENTITY_WEIGHT_IDENTIFIER
+        } else {
+            IDENTITY_WEIGHT_TEXT
+        };
+        let q_keys: Vec<Key> = q_keys.iter().map(|k| Key::new(k)).collect();
         let heads: Vec<String> = documents.iter().map(|d| head(d)).collect();
         let missing: Vec<String> = {
             let memo = self.memo.lock().expect("memo lock");
@@ -167,8 +325,10 @@ impl Reranker for LocalReranker {
                     .into_iter()
                     .collect();
                 let sim = memo.get(h).map_or(0.0, |v| f64::from(cosine(&q_vec, v)));
-                let score =
+                let base =
                     0.5 * sim + 0.3 * coverage(&q_terms, &all) + 0.2 * coverage(&q_terms, &title);
+                let identity = identity_match(&q_keys, doc);
+                let score = (1.0 - identity_weight) * base + identity_weight * identity;
                 (i, (score * 1e6).round() / 1e6)
             })
             .collect();
@@ -198,5 +358,27 @@ mod tests {
             .unwrap();
         assert_eq!(a, b);
         assert!(a[0].1 > a[1].1, "{a:?}");
+    }
+
+    #[tokio::test]
+    async fn identifier_queries_order_by_identifier_closeness() {
+        let r = LocalReranker::new(Arc::new(HashingEmbedder::new(128)));
+        let doc = |brand: &str, model: &str, sku: &str| {
+            format!(
+                "{brand} {model} Bike Helmet. {brand} {model} {sku}. bike helmets. size: m. Light"
+            )
+        };
+        let docs = vec![
+            doc("Velox", "VXBH-1501", "VX-BH000501"),
+            doc("Basecamp Co", "BCBH-1077 Pro", "BC-BH000077"),
+            doc("Basecamp Co", "BCBH-1071", "BC-BH000071"),
+        ];
+        // A SKU: the same series ranks above another brand's helmet.
+        let a = r.rerank("BC-BH000073", &docs).await.unwrap();
+        assert!(a[2].1 > a[0].1 && a[1].1 > a[0].1, "{a:?}");
+        // A misspelt model (one transposition) still finds its product.
+        let b = r.rerank("Basecamp Co BCBH-1707 Pro", &docs).await.unwrap();
+        assert!(b[1].1 > b[2].1 && b[1].1 > b[0].1, "{b:?}");
+        assert!(osa_distance(&['a', 'b'], &['b', 'a']) == 1);
     }
 }

@@ -93,7 +93,7 @@ pub struct Eligibility {
     max_price: Option<i64>,
     min_rating: Option<f32>,
     attributes: Option<serde_json::Value>,
-    negated: Option<String>,
+    negated: Option<Vec<String>>,
 }
 
 impl Eligibility {
@@ -104,15 +104,16 @@ impl Eligibility {
 
     /// The filters plus the query's negated terms, which every arm excludes.
     pub fn with_query(f: &Filters, query: Option<&str>) -> Self {
+        // Words only (letters, digits, '-' and '.'), with '.' escaped: the
+        // SQL matches them as whole words with a regular expression.
         let negated = query
             .map(lexical_terms)
             .filter(|t| !t.negated.is_empty())
             .map(|t| {
                 t.negated
                     .iter()
-                    .map(|n| n.trim_start_matches('-').to_string())
-                    .collect::<Vec<_>>()
-                    .join(" or ")
+                    .map(|n| n.trim_start_matches('-').to_lowercase().replace('.', "\\."))
+                    .collect::<Vec<String>>()
             });
         Eligibility {
             domain: f.domain.clone(),

@@ -367,7 +367,7 @@ pub async fn search_variant(
                     arms::exact_identifier(&tx, &elig, q),
                     async {
                         match variant.arms[0] {
-                            true => arms::lexical(&tx, &elig, q, profile).await,
+                            true => arms::lexical(&tx, &elig, &positive, profile).await,
                             false => Ok(ArmResult::skipped(profile.lexical_limit, "disabled")),
                         }
                     },

@@ -2,8 +2,10 @@
 -- arm's WHERE clause (a unit test checks the copies). Parameters:
 -- $1 domain, $2 category_key, $3 brand, $4 availability[], $5 in_stock_only,
 -- $6 min_price_cents, $7 max_price_cents, $8 min_rating, $9 attributes (jsonb
--- containment), $10 the query's negated terms ("-wired" excludes every
--- product whose text mentions "wired"). A NULL parameter constrains nothing.
+-- containment), $10 the query's negated words ("-wired" excludes every
+-- product whose text has the word "wired"; matched as whole words, case
+-- aside, without stemming or stop words, so "-down" and "-lined" mean
+-- exactly those words). A NULL parameter constrains nothing.
 SELECT count(*) FROM search.product_projection pp WHERE true
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
@@ -15,4 +17,5 @@ SELECT count(*) FROM search.product_projection pp WHERE true
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
-      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10));
+      AND ($10::text[] IS NULL OR NOT EXISTS (
+          SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')));

@@ -13,6 +13,7 @@ WHERE pp.identifier_keys @> ARRAY[$11::text]
       AND ($7::bigint IS NULL OR pp.price_cents <= $7)
       AND ($8::real IS NULL OR pp.rating >= $8)
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
-      AND ($10::text IS NULL OR NOT pp.document @@ websearch_to_tsquery('english', $10))
+      AND ($10::text[] IS NULL OR NOT EXISTS (
+          SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
 ORDER BY pp.product_id
 LIMIT 5;
