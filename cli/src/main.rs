@@ -3,6 +3,7 @@
 //! It manages the local database, applies migrations, loads and embeds the
 //! catalog. Every subcommand is a thin adapter over the `mosaic` library.
 
+mod bench_cmd;
 mod contract_cmd;
 mod embedder;
 mod eval_cmd;
@@ -224,6 +225,9 @@ enum Command {
     },
     /// Measure retrieval quality (`eval generate` writes a judged query set).
     Eval(eval_cmd::EvalArgs),
+    /// Benchmark latency per stage, recall, floor ratio and throughput on
+    /// dedicated databases (hashing embedder; local reranker off).
+    Bench(bench_cmd::BenchArgs),
     /// Print catalog statistics.
     Stats {
         #[command(flatten)]
@@ -491,6 +495,7 @@ async fn main() -> Result<()> {
         }
         Command::Contract { action, check } => contract_cmd::run(&action, check)?,
         Command::Eval(args) => eval_cmd::run(args).await?,
+        Command::Bench(args) => bench_cmd::run(args).await?,
         Command::Stats { db: d, json } => {
             let client = connect(&d).await?;
             let s = mosaic::catalog::stats(&client).await?;

@@ -6,6 +6,7 @@
 
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod bench;
 pub mod catalog;
 pub mod context;
 pub mod contract;

@@ -49,11 +49,14 @@ impl Default for RetrievalProfile {
     fn default() -> Self {
         Self {
             lexical_limit: 120,
+            // mosaic bench (BENCHMARKS.md): 500 budget-cut 37/200 unfiltered queries at 10k, 5000 raised p95; 2000 kept.
             lexical_scan_budget: 2_000,
             trigram_limit: 80,
             trigram_floor: 0.45,
             semantic_limit: 150,
+            // mosaic bench (BENCHMARKS.md): 10000 gave recall 1.0 but 33-70 ms arm p50 at 10k; 1000 kept.
             semantic_exact_threshold: 1_000,
+            // mosaic bench (BENCHMARKS.md): 40/100/200 moved recall@10 only 0.87-0.90 (hashing vectors) at ~equal cost; 200 kept.
             hnsw_ef_search: 200,
             hnsw_max_scan_tuples: 20_000,
             rrf_k: 60.0,

@@ -1,0 +1,649 @@
+//! `mosaic bench`: latency per stage, the service against its own SQL
+//! ("floor"), semantic completeness and recall, and HTTP throughput, on
+//! dedicated databases `mosaic_bench_<size>` holding the sample catalog
+//! embedded with the hashing embedder (not a language model).
+
+use anyhow::{Context, Result};
+use clap::Args;
+use mosaic::bench::{self, BenchQuery, ShapeBuilder, Summary, SHAPES};
+use mosaic::embed::HashingEmbedder;
+use mosaic::search::arms::{Eligibility, Verdict};
+use mosaic::search::{SearchRequest, Shape};
+use mosaic::{db, Ctx, Principal, RetrievalProfile};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Stages reported from the service's `timings_ms`.
+const STAGES: [&str; 10] = [
+    "embed", "lexical", "trigram", "semantic", "arms", "fusion", "hydrate", "rerank", "receipt",
+    "total",
+];
+const DIM: usize = 384;
+const CATALOG_SEED: u64 = 42;
+const QUERY_SEED: u64 = 7;
+
+#[derive(Args, Clone, Debug)]
+pub struct BenchArgs {
+    /// Catalog sizes (1000000 only when asked for explicitly).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000u64, 100_000])]
+    sizes: Vec<u64>,
+    /// Queries per filter shape in the warm run.
+    #[arg(long, default_value_t = 200)]
+    queries: usize,
+    /// Queries per shape that also get an exact-scan ground truth (recall).
+    #[arg(long, default_value_t = 100)]
+    recall_queries: usize,
+    /// HTTP requests per concurrency level.
+    #[arg(long, default_value_t = 300)]
+    requests: usize,
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 8, 32])]
+    concurrency: Vec<usize>,
+    /// Skip the HTTP throughput phase.
+    #[arg(long)]
+    no_throughput: bool,
+    /// Also sweep hnsw_ef_search, semantic_exact_threshold and
+    /// lexical_scan_budget (direct arm calls, 2-3 values each).
+    #[arg(long)]
+    sweep: bool,
+    /// Write the raw numbers as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Owner-role URL of any database of the cluster (the bench databases
+    /// are created beside it).
+    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+    database_url: String,
+    #[arg(long = "runtime-database-url", env = "MOSAIC_RUNTIME_DATABASE_URL",
+          default_value = db::LOCAL_RUNTIME_URL, hide_env_values = true)]
+    runtime_url: String,
+}
+
+fn with_db(url: &str, name: &str) -> Result<String> {
+    let (base, rest) = url
+        .split_once('?')
+        .map_or((url, None), |(b, r)| (b, Some(r)));
+    let (server, _) = base
+        .rsplit_once('/')
+        .context("database URL without a database name")?;
+    Ok(match rest {
+        Some(r) => format!("{server}/{name}?{r}"),
+        None => format!("{server}/{name}"),
+    })
+}
+
+pub async fn run(args: BenchArgs) -> Result<()> {
+    let profile = RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
+    let mut out = Vec::new();
+    for &size in &args.sizes {
+        out.push(bench_size(&args, size, &profile).await?);
+    }
+    if let Some(path) = &args.json {
+        let v = json!({ "profile": profile.snapshot(), "runs": out });
+        std::fs::write(path, serde_json::to_string_pretty(&v)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Creates or reuses `mosaic_bench_<size>`; returns the owner and runtime URLs.
+async fn prepare(args: &BenchArgs, size: u64) -> Result<(String, String, Value)> {
+    let name = format!("mosaic_bench_{size}");
+    let admin = db::connect_plain(&args.database_url)
+        .await
+        .context("cannot connect as the owner role; start the database (`mosaic db start`)")?;
+    let exists = admin
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await?
+        .is_some();
+    if !exists {
+        eprintln!("creating database {name}");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await?;
+    }
+    let owner_url = with_db(&args.database_url, &name)?;
+    let runtime_url = with_db(&args.runtime_url, &name)?;
+    let mut client = db::connect_plain(&owner_url).await?;
+    db::migrate(&mut client, &db::MigrateOptions::default()).await?;
+    let embedder = HashingEmbedder::new(DIM);
+    let model = mosaic::embed::Embedder::model_id(&embedder).to_string();
+    let products: i64 = client
+        .query_one("SELECT count(*) FROM catalog.products", &[])
+        .await?
+        .get(0);
+    let mut prep = json!({"database": name, "reused": true});
+    let mut dirty = false;
+    if products != size as i64 {
+        eprintln!("loading {size} sample products (seed {CATALOG_SEED}) into {name}");
+        let mut progress = |_: &str, _: u64, _: u64| {};
+        let r = mosaic::catalog::load::load_sample(
+            &mut client,
+            mosaic::catalog::generator::Generator::new(CATALOG_SEED, size),
+            &mut progress,
+        )
+        .await?;
+        prep["load_seconds"] = json!(r.seconds);
+        dirty = true;
+    }
+    let embedded: i64 = client
+        .query_one(
+            "SELECT count(*) FROM search.product_projection WHERE embedding_model = $1",
+            &[&model],
+        )
+        .await?
+        .get(0);
+    if embedded != size as i64 {
+        eprintln!("embedding {name} with {model} (feature hashing, not a language model)");
+        let r =
+            mosaic::embed_job::embed_pending(&client, &embedder, 256, 2, &mut |_, _, _| {}).await?;
+        prep["embed_seconds"] = json!(r.seconds);
+        dirty = true;
+    }
+    if dirty {
+        let t = Instant::now();
+        // One statement per call: VACUUM cannot run in a transaction block.
+        for table in ["catalog.products", "search.product_projection"] {
+            client
+                .batch_execute(&format!("VACUUM ANALYZE {table}"))
+                .await?;
+        }
+        prep["vacuum_seconds"] = json!(t.elapsed().as_secs_f64());
+        prep["reused"] = json!(false);
+    }
+    Ok((owner_url, runtime_url, prep))
+}
+
+#[derive(Default)]
+struct ShapeStats {
+    stages: BTreeMap<&'static str, Vec<f64>>,
+    floor: Vec<f64>,
+    floor_arm_sum: Vec<f64>,
+    routes: BTreeMap<String, usize>,
+    semantic_filled: usize,
+    semantic_short: usize,
+    semantic_returned: Vec<f64>,
+    recall: Vec<f64>,
+    recall_ties: Vec<f64>,
+    low_recall: Vec<Value>,
+    recall_by_route: BTreeMap<String, Vec<f64>>,
+    eligible: Vec<f64>,
+    lexical_budget_cut: usize,
+    strategies: BTreeMap<String, usize>,
+}
+
+fn s(v: &[f64]) -> Summary {
+    bench::summarize(v)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NAN, f64::min)
+}
+
+fn body(q: &BenchQuery, f: &mosaic::search::Filters) -> Value {
+    json!({"query": q.text, "filters": bench::filters_json(f), "limit": 10,
+           "include_diagnostics": true})
+}
+
+async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> Result<Value> {
+    println!(
+        "\n=== catalog {size} products (hashing embedder, {DIM} dims: NOT a language model) ==="
+    );
+    let (owner_url, runtime_url, prep) = prepare(args, size).await?;
+    let owner = db::connect_plain(&owner_url).await?;
+    let mut direct_client = db::connect_plain(&runtime_url).await?;
+    let shapes = ShapeBuilder::new(&owner).await?;
+    let queries = bench::queries(CATALOG_SEED, size, args.queries, QUERY_SEED);
+    let embedder = HashingEmbedder::new(DIM);
+    let ctx = Ctx::plain(&runtime_url, 8, profile.clone())
+        .map_err(anyhow::Error::msg)?
+        .with_embedder(Arc::new(HashingEmbedder::new(DIM)));
+    let principal = Principal("bench".into());
+
+    // Warm-up (not measured): caches, connections, prepared statements.
+    for q in queries.iter().take(30) {
+        for shape in SHAPES {
+            let b = body(q, &shapes.filters(shape, q));
+            let req = SearchRequest::from_json(&b, Shape::Nested, profile)?;
+            mosaic::search::search(&ctx, &principal, req).await?;
+        }
+    }
+
+    let mut stats: BTreeMap<&'static str, ShapeStats> = BTreeMap::new();
+    let mut truth: HashMap<(usize, usize), Vec<String>> = HashMap::new();
+    for (si, shape) in SHAPES.iter().enumerate() {
+        let st = stats.entry(shape).or_default();
+        for (qi, q) in queries.iter().enumerate() {
+            let f = shapes.filters(shape, q);
+            let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, profile)?;
+            let text = req.normalized_query.clone().unwrap_or_default();
+            let resp = mosaic::search::search(&ctx, &principal, req.clone()).await?;
+            let d = resp.diagnostics.context("diagnostics were requested")?;
+            for stage in STAGES {
+                st.stages
+                    .entry(stage)
+                    .or_default()
+                    .push(d.timings_ms.get(stage).copied().unwrap_or(0.0));
+            }
+            *st.strategies.entry(d.strategy.as_str().into()).or_default() += 1;
+            let sem = &d.arms["semantic"];
+            let route = sem.mode.clone().unwrap_or_default();
+            *st.routes.entry(route.clone()).or_default() += 1;
+            let enough = sem.eligible_estimate.unwrap_or(0).min(sem.limit);
+            if sem.returned as i64 >= enough {
+                st.semantic_filled += 1;
+            } else {
+                st.semantic_short += 1;
+            }
+            st.semantic_returned.push(sem.returned as f64);
+            if d.arms["lexical"].verdict == Verdict::BudgetCut {
+                st.lexical_budget_cut += 1;
+            }
+
+            // The floor: the same arm SQL, one connection, back to back.
+            let elig = Eligibility::with_query(&req.filters, Some(&text));
+            let v = bench::query_vector(&embedder, &text);
+            let run = bench::direct(&mut direct_client, &elig, &text, &v, profile).await?;
+            st.floor.push(run.floor_ms);
+            st.floor_arm_sum
+                .push(run.exact_identifier_ms + run.lexical.ms + run.trigram.ms + run.semantic.ms);
+            if qi < args.recall_queries {
+                let scored = bench::exact_top_scored(&direct_client, &elig, &v, 10).await?;
+                let top: Vec<String> = scored.iter().map(|(id, _)| id.clone()).collect();
+                let r = bench::recall_at(&run.semantic.candidates, &top, 10);
+                st.recall_ties.push(bench::recall_at_score(
+                    &run.semantic.candidates,
+                    &scored,
+                    10,
+                ));
+                if r < 0.5 {
+                    st.low_recall
+                        .push(json!({"query": q.text, "kind": q.kind, "recall": r,
+                        "exact": scored.iter().take(3).collect::<Vec<_>>(),
+                        "got": run.semantic.candidates.iter().take(3).collect::<Vec<_>>()}));
+                }
+                st.recall.push(r);
+                st.recall_by_route
+                    .entry(run.semantic.mode.clone().unwrap_or_default())
+                    .or_default()
+                    .push(r);
+                st.eligible
+                    .push(bench::eligible_count(&direct_client, &elig).await? as f64);
+                truth.insert((si, qi), top);
+            }
+        }
+        eprintln!("  {shape}: {} queries done", queries.len());
+    }
+
+    print_stage_tables(&stats);
+    print_summary(&stats, profile, shapes.total());
+
+    let sweep = if args.sweep {
+        Some(sweep(args, &mut direct_client, &shapes, &queries, &truth, profile).await?)
+    } else {
+        None
+    };
+    let throughput = if args.no_throughput {
+        None
+    } else {
+        Some(throughput(args, &ctx, &owner, &shapes, &queries).await?)
+    };
+
+    let mut shapes_json = serde_json::Map::new();
+    for (shape, st) in &stats {
+        let stages: BTreeMap<&str, Summary> = st.stages.iter().map(|(k, v)| (*k, s(v))).collect();
+        let total = s(&st.stages["total"]);
+        let floor = s(&st.floor);
+        shapes_json.insert(
+            shape.to_string(),
+            json!({
+                "stages_ms": stages,
+                "floor_ms": floor,
+                "floor_arm_sum_ms": s(&st.floor_arm_sum),
+                "service_over_floor_p50": total.p50 / floor.p50,
+                "semantic_routes": st.routes,
+                "semantic_filled": st.semantic_filled,
+                "semantic_short": st.semantic_short,
+                "semantic_returned_mean": mean(&st.semantic_returned),
+                "semantic_requested": profile.semantic_limit,
+                "recall_at_10_mean": mean(&st.recall),
+                "recall_at_10_min": min(&st.recall),
+                "recall_at_10_tie_aware_mean": mean(&st.recall_ties),
+                "low_recall_examples": st.low_recall.iter().take(5).collect::<Vec<_>>(),
+                "recall_at_10_by_route": st.recall_by_route.iter()
+                    .map(|(k, v)| (k.clone(), json!({"n": v.len(), "mean": mean(v), "min": min(v)})))
+                    .collect::<serde_json::Map<String, Value>>(),
+                "eligible_mean": mean(&st.eligible),
+                "eligible_min": min(&st.eligible),
+                "lexical_budget_cut": st.lexical_budget_cut,
+                "strategies": st.strategies,
+            }),
+        );
+    }
+    Ok(json!({
+        "size": size,
+        "embedder": format!("hashing-v1/{DIM} (feature hashing, not a language model)"),
+        "reranker": "none (local reranker off; no Bedrock)",
+        "queries_per_shape": queries.len(),
+        "recall_queries_per_shape": args.recall_queries.min(queries.len()),
+        "prepare": prep,
+        "shapes": shapes_json,
+        "sweep": sweep,
+        "throughput": throughput,
+    }))
+}
+
+fn print_stage_tables(stats: &BTreeMap<&'static str, ShapeStats>) {
+    println!("\nper-stage latency, ms (service, in-process, warm; reranker off)");
+    println!(
+        "{:<16} {:<9} {:>8} {:>8} {:>8} {:>8}",
+        "shape", "stage", "p50", "p95", "p99", "mean"
+    );
+    for shape in SHAPES {
+        let st = &stats[shape];
+        for stage in STAGES {
+            let x = s(&st.stages[stage]);
+            println!(
+                "{:<16} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                shape, stage, x.p50, x.p95, x.p99, x.mean
+            );
+        }
+        let x = s(&st.floor);
+        println!(
+            "{:<16} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+            shape, "FLOOR", x.p50, x.p95, x.p99, x.mean
+        );
+    }
+}
+
+fn print_summary(stats: &BTreeMap<&'static str, ShapeStats>, profile: &RetrievalProfile, n: i64) {
+    println!("\nsummary per filter shape ({n} products)");
+    println!(
+        "{:<16} {:>9} {:>8} {:>8} {:>8} {:>7} {:>10} {:>9} {:>8} {:>8}  routes",
+        "shape",
+        "eligible",
+        "tot p50",
+        "tot p95",
+        "flr p50",
+        "ratio",
+        "sem rows",
+        "filled",
+        "R@10",
+        "R@10min"
+    );
+    for shape in SHAPES {
+        let st = &stats[shape];
+        let total = s(&st.stages["total"]);
+        let floor = s(&st.floor);
+        let routes: Vec<String> = st.routes.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        println!(
+            "{:<16} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>7.2} {:>6.1}/{:<3} {:>4}/{:<4} {:>8.4} {:>8.2}  {}",
+            shape,
+            mean(&st.eligible),
+            total.p50,
+            total.p95,
+            floor.p50,
+            total.p50 / floor.p50,
+            mean(&st.semantic_returned),
+            profile.semantic_limit,
+            st.semantic_filled,
+            st.semantic_filled + st.semantic_short,
+            mean(&st.recall),
+            min(&st.recall),
+            routes.join(" ")
+        );
+    }
+}
+
+async fn sweep(
+    args: &BenchArgs,
+    client: &mut tokio_postgres::Client,
+    shapes: &ShapeBuilder,
+    queries: &[BenchQuery],
+    truth: &HashMap<(usize, usize), Vec<String>>,
+    base: &RetrievalProfile,
+) -> Result<Value> {
+    let embedder = HashingEmbedder::new(DIM);
+    let n = args.recall_queries.min(queries.len());
+    let mut rows = Vec::new();
+    println!("\nsweep (direct arm calls; semantic over {n} queries/shape, lexical over {} queries/shape)", queries.len());
+    println!(
+        "{:<26} {:>6} {:<16} {:>8} {:>8} {:>8} {:>9}",
+        "parameter", "value", "shape", "p50 ms", "p95 ms", "R@10", "cut/short"
+    );
+    let mut variants: Vec<(&str, i64, RetrievalProfile)> = Vec::new();
+    for ef in [40, 100, 200] {
+        variants.push((
+            "hnsw_ef_search",
+            ef,
+            RetrievalProfile {
+                hnsw_ef_search: ef,
+                ..base.clone()
+            },
+        ));
+    }
+    for th in [1_000, 3_000, 10_000] {
+        variants.push((
+            "semantic_exact_threshold",
+            th,
+            RetrievalProfile {
+                semantic_exact_threshold: th,
+                ..base.clone()
+            },
+        ));
+    }
+    for b in [500, 2_000, 5_000] {
+        variants.push((
+            "lexical_scan_budget",
+            b,
+            RetrievalProfile {
+                lexical_scan_budget: b,
+                ..base.clone()
+            },
+        ));
+    }
+    for (param, value, p) in &variants {
+        for (si, shape) in SHAPES.iter().enumerate() {
+            let (mut ms, mut rec, mut bad) = (Vec::new(), Vec::new(), 0usize);
+            let mut routes: BTreeMap<String, usize> = BTreeMap::new();
+            if *param == "lexical_scan_budget" {
+                for q in queries {
+                    let f = shapes.filters(shape, q);
+                    let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, p)?;
+                    let text = req.normalized_query.clone().unwrap_or_default();
+                    let elig = Eligibility::with_query(&req.filters, Some(&text));
+                    let r = bench::lexical_only(client, &elig, &text, p).await?;
+                    ms.push(r.ms);
+                    if r.verdict == Verdict::BudgetCut {
+                        bad += 1;
+                    }
+                }
+            } else {
+                for (qi, q) in queries.iter().enumerate().take(n) {
+                    let f = shapes.filters(shape, q);
+                    let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, p)?;
+                    let text = req.normalized_query.clone().unwrap_or_default();
+                    let elig = Eligibility::with_query(&req.filters, Some(&text));
+                    let v = bench::query_vector(&embedder, &text);
+                    let r = bench::semantic_only(client, &elig, &v, p).await?;
+                    ms.push(r.ms);
+                    if let Some(t) = truth.get(&(si, qi)) {
+                        rec.push(bench::recall_at(&r.candidates, t, 10));
+                    }
+                    let enough = r.eligible_estimate.unwrap_or(0).min(r.limit);
+                    if (r.returned as i64) < enough {
+                        bad += 1;
+                    }
+                    *routes
+                        .entry(r.mode.clone().unwrap_or_default())
+                        .or_default() += 1;
+                }
+            }
+            let x = s(&ms);
+            println!(
+                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8.4} {:>9}",
+                param,
+                value,
+                shape,
+                x.p50,
+                x.p95,
+                mean(&rec),
+                bad
+            );
+            rows.push(
+                json!({"parameter": param, "value": value, "shape": shape, "ms": x,
+                             "recall_at_10_mean": mean(&rec), "budget_cut_or_short": bad,
+                             "routes": routes}),
+            );
+        }
+    }
+    Ok(Value::Array(rows))
+}
+
+/// The in-process server on 127.0.0.1:0, driven over HTTP/1.1 by ureq in
+/// threads; then the receipts are counted.
+async fn throughput(
+    args: &BenchArgs,
+    ctx: &Ctx,
+    owner: &tokio_postgres::Client,
+    shapes: &ShapeBuilder,
+    queries: &[BenchQuery],
+) -> Result<Value> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(mosaic::server::serve(ctx.clone(), listener, async {
+        let _ = stopped.await;
+    }));
+    let url = format!("http://{addr}/api/search");
+    let mix = [
+        "none",
+        "broad",
+        "selective",
+        "very_selective",
+        "anti_correlated",
+    ];
+    let bodies: Arc<Vec<String>> = Arc::new(
+        queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let mut b = body(q, &shapes.filters(mix[i % mix.len()], q));
+                b["include_diagnostics"] = json!(false);
+                b.to_string()
+            })
+            .collect(),
+    );
+    let count = || async {
+        Ok::<i64, tokio_postgres::Error>(
+            owner
+                .query_one("SELECT count(*) FROM receipts.search_events", &[])
+                .await?
+                .get(0),
+        )
+    };
+    let before = count().await?;
+    let mut levels = Vec::new();
+    let mut ok_total = 0usize;
+    println!(
+        "\nthroughput (HTTP/1.1 keep-alive, ureq threads; server pool 8 connections; reranker off)"
+    );
+    println!(
+        "{:>11} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9}",
+        "concurrency", "requests", "req/s", "errors", "p50 ms", "p95 ms", "p99 ms"
+    );
+    for &c in &args.concurrency {
+        let (n, url, bodies) = (args.requests, url.clone(), bodies.clone());
+        let (secs, lat, errors) = tokio::task::spawn_blocking(move || {
+            let next = AtomicUsize::new(0);
+            let started = Instant::now();
+            let results: Vec<(Vec<f64>, usize)> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..c)
+                    .map(|_| {
+                        let (next, url, bodies) = (&next, &url, &bodies);
+                        scope.spawn(move || {
+                            let agent = ureq::AgentBuilder::new()
+                                .timeout(std::time::Duration::from_secs(30))
+                                .build();
+                            let (mut lat, mut errors) = (Vec::new(), 0usize);
+                            loop {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                if i >= n {
+                                    break;
+                                }
+                                let t = Instant::now();
+                                let r = agent
+                                    .post(url)
+                                    .set("content-type", "application/json")
+                                    .send_string(&bodies[i % bodies.len()]);
+                                match r.map(|resp| resp.into_string()) {
+                                    Ok(Ok(_)) => lat.push(t.elapsed().as_secs_f64() * 1000.0),
+                                    _ => errors += 1,
+                                }
+                            }
+                            (lat, errors)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_default())
+                    .collect()
+            });
+            let secs = started.elapsed().as_secs_f64();
+            let mut lat = Vec::new();
+            let mut errors = 0;
+            for (l, e) in results {
+                lat.extend(l);
+                errors += e;
+            }
+            (secs, lat, errors)
+        })
+        .await?;
+        let x = s(&lat);
+        ok_total += lat.len();
+        println!(
+            "{:>11} {:>9} {:>9.1} {:>7} {:>9.2} {:>9.2} {:>9.2}",
+            c,
+            n,
+            lat.len() as f64 / secs,
+            errors,
+            x.p50,
+            x.p95,
+            x.p99
+        );
+        levels.push(
+            json!({"concurrency": c, "requests": n, "ok": lat.len(), "errors": errors,
+                           "seconds": secs, "requests_per_second": lat.len() as f64 / secs,
+                           "latency_ms": x}),
+        );
+    }
+    let _ = stop.send(());
+    let _ = server.await;
+    let after = count().await?;
+    let grew = after - before;
+    println!(
+        "receipts.search_events grew by {grew}; successful searches {ok_total}: {}",
+        if grew == ok_total as i64 {
+            "exact, none lost"
+        } else {
+            "MISMATCH"
+        }
+    );
+    Ok(
+        json!({"levels": levels, "receipts_before": before, "receipts_after": after,
+              "receipts_grew": grew, "successful_searches": ok_total,
+              "receipts_match": grew == ok_total as i64}),
+    )
+}
