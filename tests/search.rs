@@ -85,16 +85,6 @@ async fn catalog(c: &Client) -> HashMap<String, Row> {
     .collect()
 }
 
-async fn set_arm_settings(c: &tokio_postgres::Transaction<'_>, p: &RetrievalProfile) {
-    c.execute(
-        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                set_config('hnsw.max_scan_tuples', $2, true), set_config('pg_trgm.word_similarity_threshold', $3, true)",
-        &[&p.hnsw_ef_search.to_string(), &p.hnsw_max_scan_tuples.to_string(), &p.trigram_floor.to_string()],
-    )
-    .await
-    .unwrap();
-}
-
 fn random_filters(rng: &mut impl Rng, brands: &[String], attrs: &[(String, Value)]) -> Filters {
     let mut f = Filters::default();
     let categories = [
@@ -193,7 +183,7 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         let q = queries[round % queries.len()];
         let elig = Eligibility::new(&filters);
         let tx = c.transaction().await.unwrap();
-        set_arm_settings(&tx, &profile).await;
+        arms::apply_settings(&tx, &profile).await.unwrap();
         let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
         let trigram = arms::trigram(&tx, &elig, q, &profile).await.unwrap();
         let vector = pgvector::Vector::from(mosaic::embed::HashingEmbedder::new(384).embed_one(q));

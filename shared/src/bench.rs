@@ -260,17 +260,7 @@ pub async fn direct(
 ) -> Result<DirectRun, tokio_postgres::Error> {
     let t = Instant::now();
     let tx = client.build_transaction().read_only(true).start().await?;
-    tx.execute(
-        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                set_config('hnsw.max_scan_tuples', $2, true),
-                set_config('pg_trgm.word_similarity_threshold', $3, true)",
-        &[
-            &profile.hnsw_ef_search.to_string(),
-            &profile.hnsw_max_scan_tuples.to_string(),
-            &profile.trigram_floor.to_string(),
-        ],
-    )
-    .await?;
+    arms::apply_settings(&tx, profile).await?;
     let te = Instant::now();
     arms::exact_identifier(&tx, elig, query).await?;
     let exact_identifier_ms = te.elapsed().as_secs_f64() * 1000.0;

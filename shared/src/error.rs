@@ -144,6 +144,26 @@ impl Error {
     }
 }
 
+/// Runs an operation, turning a panic inside it into [`Error::Internal`]
+/// (logged by the transport, answered with the generic 500).
+pub async fn catch_panic<T, F>(f: F) -> Result<T, Error>
+where
+    F: std::future::Future<Output = Result<T, Error>>,
+{
+    use futures_util::FutureExt;
+    std::panic::AssertUnwindSafe(f)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_string());
+            Err(Error::Internal(format!("panic: {msg}")))
+        })
+}
+
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
         Error::Unavailable(format!("database: {e}"))

@@ -27,9 +27,7 @@ use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::scope;
 use crate::search::{search_json, Shape};
-use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
-use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 /// Default largest accepted request body, in bytes (64 KiB).
@@ -95,17 +93,7 @@ pub async fn handle_with_limit(
     req: HttpRequest<'_>,
     max_body: usize,
 ) -> HttpResponse {
-    let outcome = AssertUnwindSafe(route(ctx, principal, &req, max_body))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".to_string());
-            Err(Error::Internal(format!("panic: {msg}")))
-        });
+    let outcome = crate::error::catch_panic(route(ctx, principal, &req, max_body)).await;
     match outcome {
         Ok((status, body)) => HttpResponse::json(status, &body),
         Err(e) => {

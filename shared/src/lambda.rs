@@ -93,13 +93,11 @@ use crate::profile::RetrievalProfile;
 use crate::scope;
 use crate::search::{search_json, Shape};
 use base64::Engine as _;
-use futures_util::FutureExt;
 use http_body_util::BodyExt;
 use lambda_runtime_api_client::body::Body;
 use lambda_runtime_api_client::{build_request, PooledClient};
 use serde_json::{json, Map, Value};
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -861,17 +859,7 @@ impl Handler {
 
 /// Runs an operation future, turning a panic into [`Error::Internal`].
 async fn caught<F: Future<Output = Result<Value, Error>>>(f: F) -> Result<Value, Error> {
-    AssertUnwindSafe(f)
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".to_string());
-            Err(Error::Internal(format!("panic: {msg}")))
-        })
+    crate::error::catch_panic(f).await
 }
 
 /// The time an invocation may take: until its deadline less a margin.

@@ -82,6 +82,28 @@ impl ArmResult {
     }
 }
 
+/// Applies the arms' session settings for the current transaction only
+/// (`set_config(..., true)` is `SET LOCAL`; outside a transaction it would
+/// do nothing): HNSW `ef_search`, iterative scans with relaxed order and
+/// their tuple budget, and the trigram similarity floor.
+pub async fn apply_settings<C: GenericClient>(
+    tx: &C,
+    profile: &RetrievalProfile,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                set_config('hnsw.max_scan_tuples', $2, true),
+                set_config('pg_trgm.word_similarity_threshold', $3, true)",
+        &[
+            &profile.hnsw_ef_search.to_string(),
+            &profile.hnsw_max_scan_tuples.to_string(),
+            &profile.trigram_floor.to_string(),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Bound parameters $1..$10 of the eligibility predicate.
 pub struct Eligibility {
     domain: Option<String>,

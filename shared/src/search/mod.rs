@@ -346,17 +346,7 @@ pub async fn search_variant(
             let positive = without_negations(q);
             let t_arms = Instant::now();
             let tx = client.build_transaction().read_only(true).start().await?;
-            tx.execute(
-                "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                        set_config('hnsw.max_scan_tuples', $2, true),
-                        set_config('pg_trgm.word_similarity_threshold', $3, true)",
-                &[
-                    &profile.hnsw_ef_search.to_string(),
-                    &profile.hnsw_max_scan_tuples.to_string(),
-                    &profile.trigram_floor.to_string(),
-                ],
-            )
-            .await?;
+            arms::apply_settings(&tx, profile).await?;
             let t_embed = Instant::now();
             let embed = async {
                 let r = embed_query(ctx, &positive).await;
