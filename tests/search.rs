@@ -1,6 +1,7 @@
 //! search_products guarantees, against the real PostgreSQL and the sample
 //! catalog (5,000 products, hashing-embedder vectors).
 
+use mosaic::eval::CatalogRow;
 use mosaic::search::arms::{self, Eligibility, Verdict};
 use mosaic::search::{search, Filters, SearchRequest, SearchResponse, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
@@ -8,7 +9,7 @@ use mosaic_integration_tests::{ctx, rerankers, TestDb};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
@@ -25,64 +26,14 @@ async fn events(c: &Client) -> i64 {
         .get(0)
 }
 
-/// A catalog row as the independent filter check sees it.
-struct Row {
-    domain: String,
-    category_key: String,
-    brand: String,
-    availability: String,
-    price_cents: i64,
-    rating: Option<f32>,
-    attributes: Map<String, Value>,
-}
-
-/// The filter semantics, written independently of the SQL predicate.
-fn satisfies(r: &Row, f: &Filters) -> bool {
-    f.domain.as_ref().is_none_or(|d| &r.domain == d)
-        && f.category_key.as_ref().is_none_or(|c| &r.category_key == c)
-        && f.brand
-            .as_ref()
-            .is_none_or(|b| r.brand.to_lowercase() == b.to_lowercase())
-        && f.availability
-            .as_ref()
-            .is_none_or(|a| a.contains(&r.availability))
-        && (!f.in_stock_only || r.availability == "in_stock" || r.availability == "low_stock")
-        && f.min_price_cents.is_none_or(|p| r.price_cents >= p)
-        && f.max_price_cents.is_none_or(|p| r.price_cents <= p)
-        && f.min_rating
-            .is_none_or(|m| r.rating.is_some_and(|x| x >= m))
-        && f.attributes
-            .as_ref()
-            .is_none_or(|a| a.iter().all(|(k, v)| r.attributes.get(k) == Some(v)))
-}
-
-async fn catalog(c: &Client) -> HashMap<String, Row> {
-    c.query(
-        "SELECT product_id, domain, category_key, brand, availability, price_cents, rating, attributes FROM catalog.products",
-        &[],
-    )
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|r| {
-        let attributes = match r.get::<_, Value>(7) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        (
-            r.get(0),
-            Row {
-                domain: r.get(1),
-                category_key: r.get(2),
-                brand: r.get(3),
-                availability: r.get(4),
-                price_cents: r.get(5),
-                rating: r.get(6),
-                attributes,
-            },
-        )
-    })
-    .collect()
+/// The filter semantics, checked on catalog rows by the evaluation's
+/// independent check (Rust, not the SQL predicate).
+fn satisfies(r: &CatalogRow, f: &Filters) -> bool {
+    let filters = match serde_json::to_value(f).unwrap() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    mosaic::eval::satisfies(r, &filters).expect("well-typed filters")
 }
 
 fn random_filters(rng: &mut impl Rng, brands: &[String], attrs: &[(String, Value)]) -> Filters {
@@ -146,7 +97,9 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
     let db = TestDb::with_sample("prop").await;
     let mut c = db.runtime().await;
     let profile = RetrievalProfile::default();
-    let rows = catalog(&c).await;
+    let rows = mosaic::eval::load_catalog(&ctx(&db, RetrievalProfile::default()))
+        .await
+        .unwrap();
     let brands: Vec<String> = {
         let mut b: Vec<String> = rows
             .values()

@@ -167,6 +167,18 @@ impl MiniLmEmbedder {
         self.inner.embed(texts)
     }
 
+    /// Runs a CPU-bound embedding function on the blocking pool.
+    async fn off_thread(&self, texts: &[String], f: EmbedFn) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || f(&inner, &texts))
+            .await
+            .map_err(|e| EmbedError::Failed(format!("embedding task failed: {e}")))?
+    }
+
     /// The WordPiece tokens the model sees for `text`, `[CLS]` and `[SEP]`
     /// included, after truncation.
     pub fn tokens(&self, text: &str) -> Result<Vec<String>, EmbedError> {
@@ -189,28 +201,17 @@ impl Embedder for MiniLmEmbedder {
         texts: &[String],
         _kind: EmbedKind,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let inner = Arc::clone(&self.inner);
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed_padded(&texts))
-            .await
-            .map_err(|e| EmbedError::Failed(format!("embedding task failed: {e}")))?
+        self.off_thread(texts, Inner::embed_padded).await
     }
 
     /// The model is symmetric: queries and documents are encoded alike.
     async fn embed(&self, texts: &[String], _kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let inner = Arc::clone(&self.inner);
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed(&texts))
-            .await
-            .map_err(|e| EmbedError::Failed(format!("embedding task failed: {e}")))?
+        self.off_thread(texts, Inner::embed).await
     }
 }
+
+/// One of [`Inner`]'s embedding functions.
+type EmbedFn = fn(&Inner, &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 
 impl Inner {
     fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
