@@ -102,6 +102,7 @@ cmd_install() {
   pkg_installed postgresql-server-dev-15 || pkgs+=(postgresql-server-dev-15)
   command -v make >/dev/null 2>&1 || pkgs+=(make)
   command -v gcc >/dev/null 2>&1 || pkgs+=(gcc)
+  command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
   if ! pgvector_ok; then
     need_vector=1
     pkg_installed libc6-dev || pkgs+=(libc6-dev)
@@ -268,7 +269,41 @@ maintenance_work_mem = 1GB
 dynamic_shared_memory_type = $dsm
 fsync = on
 password_encryption = 'scram-sha-256'
+# TLS with a private test CA (tls/ca.crt), so clients can test verified TLS
+# locally; plain TCP keeps working.
+ssl = on
+ssl_cert_file = '$BASE/tls/server.crt'
+ssl_key_file = '$BASE/tls/server.key'
 EOF
+}
+
+# A private CA and a server certificate for 'localhost' (no IP address in
+# it, on purpose: a client that connects to 127.0.0.1 and verifies the host
+# name must refuse it). Regenerated when missing or within 30 days of expiry.
+ensure_tls() {
+  local dir="$BASE/tls"
+  if [ -f "$dir/server.crt" ] && [ -f "$dir/server.key" ] && [ -f "$dir/ca.crt" ] \
+      && openssl x509 -in "$dir/server.crt" -noout -checkend 2592000 >/dev/null 2>&1; then
+    return 0
+  fi
+  log "creating the local test CA and server certificate ($dir)"
+  mkdir -p "$dir"
+  local ext
+  ext="$(mktemp)"
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost\n' >"$ext"
+  openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 825 -subj "/CN=Mosaic local test CA" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -keyout "$dir/ca.key" -out "$dir/ca.crt" >/dev/null 2>&1 || die "openssl: CA certificate"
+  openssl req -newkey rsa:2048 -nodes -sha256 -subj "/CN=localhost" \
+      -keyout "$dir/server.key" -out "$dir/server.csr" >/dev/null 2>&1 || die "openssl: server key"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+      -days 825 -sha256 -extfile "$ext" -out "$dir/server.crt" >/dev/null 2>&1 || die "openssl: server certificate"
+  rm -f "$ext" "$dir/server.csr" "$dir/ca.srl"
+  chmod 0600 "$dir/server.key" "$dir/ca.key"
+  chmod 0644 "$dir/ca.crt" "$dir/server.crt"
+  chmod 0755 "$dir"
+  if is_root; then chown -R postgres:postgres "$dir"; fi
+  if pg_running; then admin_psql -d postgres -c "SELECT pg_reload_conf()" >/dev/null; fi
 }
 
 init_cluster() {
@@ -331,6 +366,7 @@ cmd_start() {
   if [ ! -f "$DATA/PG_VERSION" ]; then
     init_cluster
   fi
+  ensure_tls
 
   local conf_new conf_old=""
   conf_new="$(mosaic_conf)"
@@ -338,7 +374,11 @@ cmd_start() {
 
   if pg_running; then
     if [ "$conf_new" != "$conf_old" ]; then
-      log "note: configuration changed (e.g. MOSAIC_PG_PORT); run 'scripts/db.sh stop && scripts/db.sh start' to apply"
+      printf '%s\n' "$conf_new" | as_pg tee "$DATA/mosaic.conf" >/dev/null
+      admin_psql -d postgres -c "SELECT pg_reload_conf()" >/dev/null
+      if [ "$(admin_psql -d postgres -Atc "SELECT count(*) FROM pg_settings WHERE pending_restart")" != 0 ]; then
+        log "note: configuration changed (e.g. MOSAIC_PG_PORT); run 'scripts/db.sh stop && scripts/db.sh start' to apply"
+      fi
     fi
   else
     if [ "$conf_new" != "$conf_old" ]; then

@@ -249,7 +249,7 @@ fn the_validator_accepts_every_contract_argument_and_the_contract_bounds() {
 /// A context whose database does not exist: the probes below are refused
 /// before any connection is made.
 fn offline_ctx() -> Ctx {
-    Ctx::plain(
+    Ctx::from_url(
         "postgres://nobody@127.0.0.1:1/none",
         1,
         RetrievalProfile::default(),

@@ -403,7 +403,7 @@ async fn refusals_are_byte_identical() {
 #[tokio::test]
 async fn healthz_reports_an_unreachable_database() {
     // Nothing listens on port 1.
-    let ctx = Ctx::plain(
+    let ctx = Ctx::from_url(
         "postgres://nobody:nothing@127.0.0.1:1/none",
         1,
         RetrievalProfile::default(),

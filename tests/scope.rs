@@ -762,7 +762,7 @@ async fn explain_returns_the_whole_pool_in_both_rank_spaces() {
 
 #[tokio::test]
 async fn a_database_failure_is_unavailable_not_a_refusal() {
-    let c = Ctx::plain(
+    let c = Ctx::from_url(
         "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:1/none",
         1,
         RetrievalProfile::default(),

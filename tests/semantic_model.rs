@@ -38,7 +38,7 @@ async fn a_descriptive_query_without_title_words_is_found_by_the_semantic_arm() 
         .await
         .unwrap();
 
-    let ctx = mosaic::Ctx::plain(&db.runtime_url(), 2, RetrievalProfile::default())
+    let ctx = mosaic::Ctx::from_url(&db.runtime_url(), 2, RetrievalProfile::default())
         .unwrap()
         .with_embedder(model.clone());
     let query = "something that silences airplane engine racket while I travel";

@@ -206,7 +206,7 @@ async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> 
     let shapes = ShapeBuilder::new(&owner).await?;
     let queries = bench::queries(CATALOG_SEED, size, args.queries, QUERY_SEED);
     let embedder = HashingEmbedder::new(DIM);
-    let ctx = Ctx::plain(&runtime_url, 8, profile.clone())
+    let ctx = Ctx::from_url(&runtime_url, 8, profile.clone())
         .map_err(anyhow::Error::msg)?
         .with_embedder(Arc::new(HashingEmbedder::new(DIM)));
     let principal = Principal("bench".into());

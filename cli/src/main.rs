@@ -50,7 +50,7 @@ impl RuntimeArgs {
     fn ctx(&self, embedder: &embedder::EmbedderArgs, connections: usize) -> Result<mosaic::Ctx> {
         let profile = mosaic::RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
         let ctx =
-            mosaic::Ctx::plain(&self.url, connections, profile).map_err(anyhow::Error::msg)?;
+            mosaic::Ctx::from_url(&self.url, connections, profile).map_err(anyhow::Error::msg)?;
         let embedder = embedder.build()?;
         // MOSAIC_RERANKER: `local` (default) or `none`.
         let ctx = match std::env::var("MOSAIC_RERANKER").as_deref() {
@@ -266,8 +266,10 @@ fn progress_line(stage: &str, done: u64, total: u64) {
 }
 
 async fn connect(db: &DbArgs) -> Result<tokio_postgres::Client> {
-    db::connect_plain(&db.database_url).await.with_context(|| {
-        "cannot connect to the database; for the local one run `mosaic db start` (or `make db`)"
+    db::connect(&db.database_url).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot connect to the database: {e}\n(for the local one run `mosaic db start` or `make db`)"
+        )
     })
 }
 

@@ -6,7 +6,6 @@ use crate::embed::Embedder;
 use crate::profile::RetrievalProfile;
 use crate::rerank::Reranker;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use std::str::FromStr;
 use std::sync::Arc;
 
 /// Who is calling. Receipts are bound to it; scoped calls from another
@@ -35,26 +34,44 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A context on a plain-TCP database (local development and tests).
-    /// `max_connections` bounds the pool; one suffices for a Lambda.
-    pub fn plain(
+    /// A context on a connection string: plain TCP for the local cluster,
+    /// verified TLS when it says `sslmode=require` (see
+    /// [`crate::db::Target::parse`]). `max_connections` bounds the pool; one
+    /// suffices for a Lambda. Each session gets a `statement_timeout`.
+    pub fn from_url(
         database_url: &str,
         max_connections: usize,
         profile: RetrievalProfile,
     ) -> Result<Self, String> {
-        let mut cfg = tokio_postgres::Config::from_str(database_url)
-            .map_err(|e| format!("invalid database URL: {e}"))?;
+        let target = crate::db::Target::parse(database_url)?;
+        let mut cfg = target.config.clone();
         if cfg.get_connect_timeout().is_none() {
             cfg.connect_timeout(std::time::Duration::from_secs(5));
         }
         cfg.options("-c statement_timeout=10000");
-        let mgr = Manager::from_config(
-            cfg,
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &target.tls {
+            let mgr = Manager::from_config(
+                cfg,
+                crate::tls::MakeRustlsConnect::new(tls.clone()),
+                manager_config,
+            );
+            return Self::with_manager(mgr, max_connections, profile);
+        }
+        let mgr = Manager::from_config(cfg, tokio_postgres::NoTls, manager_config);
+        Self::with_manager(mgr, max_connections, profile)
+    }
+
+    /// A context over a pool manager built elsewhere (the AWS connection of
+    /// [`crate::aws::rds`]).
+    pub fn with_manager(
+        mgr: Manager,
+        max_connections: usize,
+        profile: RetrievalProfile,
+    ) -> Result<Self, String> {
         let pool = Pool::builder(mgr)
             .max_size(max_connections.max(1))
             .wait_timeout(Some(std::time::Duration::from_secs(10)))

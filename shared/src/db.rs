@@ -8,6 +8,7 @@
 //! silent re-run.
 
 use sha2::{Digest, Sha256};
+use std::str::FromStr;
 use tokio_postgres::{Client, NoTls};
 
 /// The local development database the project starts itself
@@ -215,6 +216,220 @@ pub async fn embedding_dimension(client: &Client) -> Result<Option<usize>, tokio
         .map(|d| d as usize))
 }
 
+/// What a connection string asks for, ready to connect: the parsed
+/// configuration and, when it asks for TLS, the verifying client
+/// configuration.
+pub struct Target {
+    pub config: tokio_postgres::Config,
+    #[cfg(feature = "tls")]
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("dbname", &self.config.get_dbname())
+            .field("tls", &self.uses_tls())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Target {
+    /// Reads a connection string (URL or `key=value` form).
+    ///
+    /// * `sslmode=require` asks for TLS that verifies the chain and the host
+    ///   name (what libpq calls `verify-full`; rustls has no weaker mode).
+    ///   libpq's `verify-full` and `verify-ca` are accepted as the same.
+    /// * `sslrootcert=<file>` adds a PEM CA file to the trusted roots (the
+    ///   Mozilla roots and the Amazon RDS bundle, see [`crate::tls`]).
+    /// * `disable`, `prefer`, `allow` or no `sslmode`: plain TCP, for the
+    ///   local cluster. (`prefer` would otherwise try TLS first and fail on a
+    ///   certificate nothing here trusts.)
+    ///
+    /// Errors never repeat the string, which may hold a password.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let (rest, sslmode, rootcert) = split_tls_options(url)?;
+        let mut config = tokio_postgres::Config::from_str(&rest)
+            .map_err(|e| format!("invalid database connection string: {e}"))?;
+        let wants_tls = matches!(
+            sslmode.as_deref(),
+            Some("require" | "verify-ca" | "verify-full")
+        );
+        match sslmode.as_deref() {
+            None
+            | Some("disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full") => {}
+            Some(other) => {
+                return Err(format!(
+                    "sslmode={other:?} is not understood; use `require` (verified TLS) or `disable`"
+                ))
+            }
+        }
+        if rootcert.is_some() && !wants_tls {
+            return Err("sslrootcert needs sslmode=require".into());
+        }
+        if wants_tls {
+            config.ssl_mode(tokio_postgres::config::SslMode::Require);
+        } else {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+        }
+        #[cfg(feature = "tls")]
+        {
+            let tls = match wants_tls {
+                true => Some(crate::tls::client_config(
+                    crate::tls::Roots::Public,
+                    rootcert.as_deref().map(std::path::Path::new),
+                )?),
+                false => None,
+            };
+            Ok(Self { config, tls })
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            let _ = rootcert;
+            if wants_tls {
+                return Err(
+                    "sslmode=require: this build has no TLS support (feature `tls`)".into(),
+                );
+            }
+            Ok(Self { config })
+        }
+    }
+
+    /// Whether connections to this target use TLS.
+    pub fn uses_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        {
+            self.tls.is_some()
+        }
+        #[cfg(not(feature = "tls"))]
+        {
+            false
+        }
+    }
+
+    /// Opens one connection, driving it on a background task.
+    pub async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            let (client, connection) = self
+                .config
+                .connect(crate::tls::MakeRustlsConnect::new(tls.clone()))
+                .await?;
+            spawn_connection(connection);
+            return Ok(client);
+        }
+        let (client, connection) = self.config.connect(NoTls).await?;
+        spawn_connection(connection);
+        Ok(client)
+    }
+}
+
+fn spawn_connection<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "database connection closed");
+        }
+    });
+}
+
+/// Takes `sslmode` and `sslrootcert` out of a connection string (the
+/// driver's parser knows neither `verify-full` nor `sslrootcert`).
+fn split_tls_options(url: &str) -> Result<(String, Option<String>, Option<String>), String> {
+    let mut sslmode = None;
+    let mut rootcert = None;
+    let mut take = |key: &str, value: &str| -> bool {
+        match key {
+            "sslmode" => {
+                sslmode = Some(value.to_ascii_lowercase());
+                true
+            }
+            "sslrootcert" => {
+                rootcert = Some(value.to_string());
+                true
+            }
+            _ => false,
+        }
+    };
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let Some((base, query)) = url.split_once('?') else {
+            return Ok((url.to_string(), None, None));
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_decode(v)?;
+            if !take(k, &v) {
+                kept.push(pair);
+            }
+        }
+        let rest = match kept.is_empty() {
+            true => base.to_string(),
+            false => format!("{base}?{}", kept.join("&")),
+        };
+        Ok((rest, sslmode, rootcert))
+    } else {
+        let mut kept = Vec::new();
+        for token in url.split_whitespace() {
+            match token.split_once('=') {
+                Some((k, v)) if take(k.trim(), v.trim_matches('\'')) => {}
+                _ => kept.push(token),
+            }
+        }
+        Ok((kept.join(" "), sslmode, rootcert))
+    }
+}
+
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or("invalid percent-encoding in the connection string")?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "the connection string is not UTF-8".to_string())
+}
+
+/// Connects as the connection string says: verified TLS with
+/// `sslmode=require`, plain TCP otherwise (see [`Target::parse`]).
+pub async fn connect(url: &str) -> Result<Client, String> {
+    let target = Target::parse(url)?;
+    target
+        .connect()
+        .await
+        .map_err(|e| describe_connect_error(&e))
+}
+
+/// A connection error as one line: the driver's message plus the TLS or
+/// I/O cause underneath it, which the driver's `Display` leaves out.
+pub fn describe_connect_error(e: &tokio_postgres::Error) -> String {
+    use std::error::Error as _;
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
 /// Connects without TLS (local development database). Errors name the
 /// database host but never the password.
 pub async fn connect_plain(url: &str) -> Result<Client, tokio_postgres::Error> {
@@ -225,4 +440,54 @@ pub async fn connect_plain(url: &str) -> Result<Client, tokio_postgres::Error> {
         }
     });
     Ok(client)
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+
+    #[test]
+    fn tls_options_are_taken_out_of_urls_and_key_value_strings() {
+        let (rest, mode, ca) = split_tls_options(
+            "postgres://u:p@h:5432/db?sslmode=verify-full&application_name=x&sslrootcert=%2Ftmp%2Fca.pem",
+        )
+        .unwrap();
+        assert_eq!(rest, "postgres://u:p@h:5432/db?application_name=x");
+        assert_eq!(mode.as_deref(), Some("verify-full"));
+        assert_eq!(ca.as_deref(), Some("/tmp/ca.pem"));
+        let (rest, mode, ca) =
+            split_tls_options("host=h user=u sslmode=require dbname=db").unwrap();
+        assert_eq!(rest, "host=h user=u dbname=db");
+        assert_eq!(mode.as_deref(), Some("require"));
+        assert_eq!(ca, None);
+        let (rest, mode, _) = split_tls_options("postgres://u@h/db").unwrap();
+        assert_eq!((rest.as_str(), mode), ("postgres://u@h/db", None));
+    }
+
+    #[test]
+    fn sslmodes_map_to_plain_or_verified() {
+        let plain = Target::parse("postgres://u:secret@h/db?sslmode=prefer").unwrap();
+        assert!(!plain.uses_tls());
+        assert_eq!(
+            plain.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable
+        );
+        let e = Target::parse("postgres://u:secret@h/db?sslmode=sometimes").unwrap_err();
+        assert!(e.contains("sometimes") && !e.contains("secret"), "{e}");
+        let e = Target::parse("postgres://u:secret@h/db?sslrootcert=/x.pem").unwrap_err();
+        assert!(e.contains("sslmode=require"), "{e}");
+        let e = Target::parse("postgres://u:secret@h:notaport/db").unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn require_means_verified_tls() {
+        let t = Target::parse("postgres://u:p@h/db?sslmode=require").unwrap();
+        assert!(t.uses_tls());
+        assert_eq!(
+            t.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+    }
 }

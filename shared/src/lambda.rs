@@ -56,7 +56,7 @@
 //! # Database
 //!
 //! One pooled connection per container, reused across invocations, with a
-//! per-session `statement_timeout` ([`Ctx::plain`]). The connection is opened
+//! per-session `statement_timeout` ([`Ctx::from_url`]). The connection is opened
 //! in the background while the first event is awaited. A connection the
 //! server or a proxy dropped is noticed on the next checkout and replaced; if
 //! an operation fails as unavailable and its connection turns out to have
@@ -68,19 +68,20 @@
 //!
 //! | Variable | Meaning |
 //! |---|---|
-//! | `MOSAIC_DATABASE_URL` | Plain-TCP connection string (local use and tests). |
-//! | `MOSAIC_EMBEDDER` | `hashing[:<dim>]` (tests; default dim 384), `none` or unset (no semantic arm). |
-//! | `MOSAIC_RERANKER` | `none` or unset, or `local` (the local reranker over the embedder). |
+//! | `MOSAIC_DATABASE_URL` | Connection string: local use and tests (plain TCP, or verified TLS with `sslmode=require`). |
+//! | `MOSAIC_DB_HOST`, `MOSAIC_DB_PORT`, `MOSAIC_DB_NAME`, `MOSAIC_DB_USER`, `MOSAIC_DB_SECRET_ARN`, `MOSAIC_DB_IAM_AUTH`, `MOSAIC_DB_SSLMODE`, `MOSAIC_DB_CA_FILE` | The RDS Proxy connection in AWS (feature `aws`; see [`crate::aws::rds`]). |
+//! | `MOSAIC_EMBEDDER` | `bedrock:<model>[:<dim>]` (feature `aws`), `hashing[:<dim>]` (tests; default dim 384), `none` or unset (no semantic arm). |
+//! | `MOSAIC_RERANKER` | `bedrock:<model>` (feature `aws`), `local` (the local reranker over the embedder), `none` or unset. |
+//! | `MOSAIC_BEDROCK_MAX_RETRIES`, `MOSAIC_SECRET_DEADLINE_MS` | Retries and the secret's deadline (see [`crate::aws`]). |
 //! | `MOSAIC_ALLOW_ANONYMOUS` | `true`/`false` (default `false`). |
 //! | `MOSAIC_AGENTCORE_PRINCIPAL_HEADER` | Propagated header that names the AgentCore caller. |
-//! | `MOSAIC_*` profile variables | The [`RetrievalProfile`] overrides. |
+//! | `MOSAIC_*` profile variables | The [`RetrievalProfile`] overrides (`MOSAIC_EMBED_DEADLINE_MS`, `MOSAIC_RERANK_DEADLINE_MS`, ...). |
 //! | `RUST_LOG` | Log filter (default `info`); logs are JSON lines on stdout. |
 //!
-//! The AWS deployment's pieces — the RDS Proxy connection over TLS with
-//! credentials from Secrets Manager or IAM (`MOSAIC_DB_HOST`, ...), and
-//! Bedrock models (`MOSAIC_EMBEDDER=bedrock:...`, `MOSAIC_RERANKER=bedrock:...`)
-//! — plug in at [`build_context`]; until they do, those settings are refused
-//! at init with a message naming what is missing.
+//! The four function binaries are built with the `aws` feature, so one
+//! binary serves both the local emulator tests (`MOSAIC_DATABASE_URL`,
+//! hashing embedder) and AWS (RDS Proxy, Bedrock). A Bedrock embedder's
+//! dimension is checked against the database column at start-up.
 //!
 //! Logs carry the request id, operation, event kind, status and duration of
 //! every invocation; never arguments or query text.
@@ -214,6 +215,12 @@ pub struct Settings {
     /// The propagated header that names the AgentCore caller (lower case).
     pub principal_header: String,
     pub profile: RetrievalProfile,
+    /// The Bedrock models, call policies and database secret (feature `aws`).
+    #[cfg(feature = "aws")]
+    pub aws: crate::aws::AwsSettings,
+    /// The RDS Proxy connection (`MOSAIC_DB_HOST`, ...; feature `aws`).
+    #[cfg(feature = "aws")]
+    pub rds: Option<crate::aws::rds::RdsSettings>,
 }
 
 impl Settings {
@@ -275,13 +282,31 @@ impl Settings {
             .unwrap_or_else(|| DEFAULT_PRINCIPAL_HEADER.to_string())
             .to_ascii_lowercase();
         let profile = RetrievalProfile::from_lookup(&get)?;
+        let database_url = set("MOSAIC_DATABASE_URL");
+        #[cfg(feature = "aws")]
+        let (aws, rds) = {
+            let aws = crate::aws::AwsSettings::from_lookup(&profile, &get)?;
+            let rds = crate::aws::rds::RdsSettings::from_lookup(&get)?;
+            if database_url.is_some() && rds.is_some() {
+                return Err(
+                    "both MOSAIC_DATABASE_URL and MOSAIC_DB_HOST/MOSAIC_DB_SECRET_ARN/\
+                            MOSAIC_DB_IAM_AUTH are set; configure one database"
+                        .into(),
+                );
+            }
+            (aws, rds)
+        };
         Ok(Settings {
-            database_url: set("MOSAIC_DATABASE_URL"),
+            database_url,
             embedder,
             reranker,
             allow_anonymous,
             principal_header,
             profile,
+            #[cfg(feature = "aws")]
+            aws,
+            #[cfg(feature = "aws")]
+            rds,
         })
     }
 }
@@ -289,32 +314,59 @@ impl Settings {
 /// Builds the container's context: one pooled connection, the embedder and
 /// the reranker.
 ///
-/// Extension point of the AWS deployment: the `aws` feature's RDS Proxy
-/// connection (TLS with the RDS and Amazon Trust Services roots, credentials
-/// from Secrets Manager or an IAM token; `MOSAIC_DB_HOST`, `MOSAIC_DB_NAME`,
-/// `MOSAIC_DB_USER`, `MOSAIC_DB_SECRET_ARN`, `MOSAIC_DB_IAM_AUTH`,
-/// `MOSAIC_DB_SSLMODE`) and its Bedrock embedder and reranker belong in the
-/// three marked branches below. Until then those settings fail the init with
-/// a message naming what is missing, rather than serving without them.
+/// The database is `MOSAIC_DATABASE_URL` (plain TCP, or verified TLS with
+/// `sslmode=require`) or, with the `aws` feature, the RDS Proxy connection of
+/// [`crate::aws::rds`] (`MOSAIC_DB_HOST`, ...). Bedrock models need the `aws`
+/// feature; a binary without it fails the start-up naming what is missing
+/// rather than serving without them. A Bedrock embedder's dimension is
+/// checked against the database column here: a mismatch fails the start-up;
+/// an unreachable database only postpones the check to the operator (a
+/// warning), because outages must degrade per request, not per container.
 pub async fn build_context(settings: &Settings) -> Result<Ctx, String> {
-    let ctx = match &settings.database_url {
-        Some(url) => Ctx::plain(url, 1, settings.profile.clone())?,
-        // Extension point: the RDS Proxy connection of the `aws` feature.
-        None => {
-            return Err("MOSAIC_DATABASE_URL is not set; the RDS Proxy connection \
-                 (MOSAIC_DB_HOST, TLS, Secrets Manager or IAM authentication) is not \
-                 built into this binary yet"
-                .to_string())
+    #[cfg(feature = "aws")]
+    let aws = {
+        let wanted = settings.rds.is_some()
+            || matches!(settings.embedder, EmbedderSetting::Bedrock(_))
+            || matches!(settings.reranker, RerankerSetting::Bedrock(_));
+        match wanted {
+            true => Some(crate::aws::AwsComponents::load(settings.aws.clone()).await),
+            false => None,
         }
     };
+
+    let ctx = match &settings.database_url {
+        Some(url) => Ctx::from_url(url, 1, settings.profile.clone())?,
+        None => {
+            #[cfg(feature = "aws")]
+            match (&settings.rds, &aws) {
+                (Some(db), Some(aws)) => {
+                    Ctx::with_manager(aws.database(db).await?, 1, settings.profile.clone())?
+                }
+                _ => return Err(NO_DATABASE.to_string()),
+            }
+            #[cfg(not(feature = "aws"))]
+            return Err(NO_DATABASE.to_string());
+        }
+    };
+
     let embedder: Option<Arc<dyn Embedder>> = match &settings.embedder {
         EmbedderSetting::None => None,
         EmbedderSetting::Hashing(dim) => Some(Arc::new(HashingEmbedder::new(*dim))),
-        // Extension point: `crate::aws::BedrockEmbedder`.
         EmbedderSetting::Bedrock(s) => {
+            #[cfg(feature = "aws")]
+            {
+                let e = aws
+                    .as_ref()
+                    .and_then(|a| a.embedder())
+                    .ok_or_else(|| format!("MOSAIC_EMBEDDER={s:?}: not a Bedrock model"))?;
+                check_embedding_dimension(&ctx, e.model()).await?;
+                Some(Arc::new(e))
+            }
+            #[cfg(not(feature = "aws"))]
             return Err(format!(
-                "MOSAIC_EMBEDDER={s:?}: Bedrock embedders are not built into this binary yet"
-            ))
+                "MOSAIC_EMBEDDER={s:?}: Bedrock embedders are not built into this binary \
+                 (feature `aws`)"
+            ));
         }
     };
     let ctx = match &settings.reranker {
@@ -325,17 +377,56 @@ pub async fn build_context(settings: &Settings) -> Result<Ctx, String> {
             )?;
             ctx.with_reranker(Arc::new(crate::rerank::local::LocalReranker::new(e)))
         }
-        // Extension point: `crate::aws::BedrockReranker`.
         RerankerSetting::Bedrock(s) => {
+            #[cfg(feature = "aws")]
+            {
+                let r = aws
+                    .as_ref()
+                    .and_then(|a| a.reranker())
+                    .ok_or_else(|| format!("MOSAIC_RERANKER={s:?}: not a Bedrock model"))?;
+                ctx.with_reranker(Arc::new(r))
+            }
+            #[cfg(not(feature = "aws"))]
             return Err(format!(
-                "MOSAIC_RERANKER={s:?}: Bedrock rerankers are not built into this binary yet"
-            ))
+                "MOSAIC_RERANKER={s:?}: Bedrock rerankers are not built into this binary \
+                 (feature `aws`)"
+            ));
         }
     };
     Ok(match embedder {
         Some(e) => ctx.with_embedder(e),
         None => ctx,
     })
+}
+
+const NO_DATABASE: &str = "no database configured: set MOSAIC_DATABASE_URL, or MOSAIC_DB_HOST \
+     with MOSAIC_DB_SECRET_ARN or MOSAIC_DB_IAM_AUTH=true (binaries built with the `aws` feature)";
+
+/// Start-up check of a Bedrock embedder against the database column.
+#[cfg(feature = "aws")]
+async fn check_embedding_dimension(
+    ctx: &Ctx,
+    model: &crate::aws::EmbeddingModel,
+) -> Result<(), String> {
+    let conn = match ctx.pool.get().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
+            return Ok(());
+        }
+    };
+    match crate::db::embedding_dimension(&conn).await {
+        Ok(Some(dim)) => crate::aws::bedrock::check_dimension(model, dim),
+        Ok(None) => Err(
+            "the database has no search.product_projection.embedding column; \
+                         run `mosaic migrate` first"
+                .into(),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
+            Ok(())
+        }
+    }
 }
 
 // ------------------------------------------------------------------ the loop

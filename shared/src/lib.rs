@@ -22,6 +22,8 @@ pub mod profile;
 pub mod rerank;
 pub mod scope;
 pub mod search;
+#[cfg(feature = "tls")]
+pub mod tls;
 #[cfg(feature = "server")]
 pub mod server;
 

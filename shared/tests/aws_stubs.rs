@@ -11,10 +11,11 @@
 
 use mosaic::aws::bedrock::{self, MAX_IN_FLIGHT};
 use mosaic::aws::{
-    secrets, BedrockEmbedder, BedrockReranker, CallPolicy, SdkConfig, SecretCache, SecretError,
+    rds, secrets, BedrockEmbedder, BedrockReranker, CallPolicy, SdkConfig, SecretCache, SecretError,
 };
 use mosaic::embed::{EmbedError, EmbedKind, Embedder};
 use mosaic::rerank::{self, RerankError, Reranker};
+use mosaic::{Ctx, RetrievalProfile};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -744,4 +745,145 @@ async fn secret_failures_are_bounded_and_say_nothing_secret() {
     let err = cache.get().await.unwrap_err();
     assert!(err.to_string().contains("`username` is missing"), "{err}");
     assert_no_leak(&err.to_string());
+}
+
+// ------------------------------------------------------- the RDS connection
+
+/// The local cluster's port (`make test` exports `MOSAIC_PG_PORT`).
+fn local_pg_port() -> u16 {
+    std::env::var("MOSAIC_PG_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(54329)
+}
+
+/// The local cluster's private test CA (`scripts/db.sh` creates it).
+fn local_test_ca() -> String {
+    std::env::var("MOSAIC_TEST_TLS_CA").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../.mosaic/pg/tls/ca.crt").to_string()
+    })
+}
+
+/// A secret in the rotation format naming the local cluster as `localhost`
+/// (the name its certificate carries); the n-th fetch gets `passwords[n]`
+/// (the last one repeats).
+fn local_secret(passwords: &'static [&'static str]) -> impl Fn(&Request, usize) -> Reply {
+    move |req, index| {
+        let secret = json!({
+            "engine": "postgres",
+            "username": "mosaic_runtime",
+            "password": passwords[index.min(passwords.len() - 1)],
+            "host": "localhost",
+            "port": local_pg_port(),
+            "dbname": "postgres",
+        });
+        let mut reply = Reply::json(json!({
+            "ARN": req.body["SecretId"],
+            "Name": "mosaic/db",
+            "SecretString": secret.to_string(),
+        }));
+        reply
+            .headers
+            .push(("content-type", "application/x-amz-json-1.1".into()));
+        reply
+    }
+}
+
+fn rds_settings(vars: &[(&str, String)]) -> rds::RdsSettings {
+    let map: std::collections::HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    rds::RdsSettings::from_lookup(|k| map.get(k).cloned())
+        .unwrap()
+        .unwrap()
+}
+
+fn pool_error_text(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(pg) => mosaic::db::describe_connect_error(pg),
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn the_rds_connection_is_verified_tls_and_heals_a_rotated_password() {
+    // First fetch: a password the database no longer accepts (rotated).
+    let stub = Stub::start(local_secret(&["rotated-away", "mosaic_runtime"])).await;
+    let settings = rds_settings(&[
+        (
+            "MOSAIC_DB_SECRET_ARN",
+            "arn:aws:secretsmanager:us-west-2:1:secret:db".into(),
+        ),
+        ("MOSAIC_DB_CA_FILE", local_test_ca()),
+    ]);
+    let connector = rds::connector(&settings, &sdk(&stub).await, policy(2_000))
+        .await
+        .unwrap();
+    assert_eq!(stub.count(), 1, "fetched once at start-up");
+
+    let ctx = Ctx::with_manager(connector.into_manager(), 3, RetrievalProfile::default()).unwrap();
+    let conn = ctx
+        .pool
+        .get()
+        .await
+        .unwrap_or_else(|e| panic!("{}", pool_error_text(&e)));
+    let row = conn
+        .query_one(
+            "SELECT s.ssl, current_user::text, current_database()::text
+             FROM pg_stat_ssl s WHERE s.pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "the session runs over TLS");
+    assert_eq!(row.get::<_, String>(1), "mosaic_runtime");
+    assert_eq!(row.get::<_, String>(2), "postgres");
+    assert_eq!(stub.count(), 2, "refused login: fetched again, once");
+
+    // More connections reuse the refreshed secret.
+    let more = futures_util::future::join_all((0..2).map(|_| ctx.pool.get())).await;
+    for c in more {
+        c.unwrap().query_one("SELECT 1", &[]).await.unwrap();
+    }
+    assert_eq!(stub.count(), 2);
+}
+
+#[tokio::test]
+async fn the_rds_connection_refuses_a_server_it_cannot_verify() {
+    let stub = Stub::start(local_secret(&["mosaic_runtime"])).await;
+    let arn = "arn:aws:secretsmanager:us-west-2:1:secret:db".to_string();
+
+    // Production roots only: the local test CA is not among them.
+    let settings = rds_settings(&[("MOSAIC_DB_SECRET_ARN", arn.clone())]);
+    let connector = rds::connector(&settings, &sdk(&stub).await, policy(2_000))
+        .await
+        .unwrap();
+    let ctx = Ctx::with_manager(connector.into_manager(), 1, RetrievalProfile::default()).unwrap();
+    let e = ctx.pool.get().await.map(|_| ()).unwrap_err();
+    let text = pool_error_text(&e);
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
+    assert!(
+        !text.contains("mosaic_runtime"),
+        "no credentials in errors: {text}"
+    );
+    assert_eq!(
+        stub.count(),
+        1,
+        "a TLS failure is not a login failure: no refetch"
+    );
+
+    // The right CA but an address the certificate does not name.
+    let settings = rds_settings(&[
+        ("MOSAIC_DB_SECRET_ARN", arn),
+        ("MOSAIC_DB_HOST", "127.0.0.1".into()),
+        ("MOSAIC_DB_CA_FILE", local_test_ca()),
+    ]);
+    let connector = rds::connector(&settings, &sdk(&stub).await, policy(2_000))
+        .await
+        .unwrap();
+    let ctx = Ctx::with_manager(connector.into_manager(), 1, RetrievalProfile::default()).unwrap();
+    let e = ctx.pool.get().await.map(|_| ()).unwrap_err();
+    let text = pool_error_text(&e);
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
 }

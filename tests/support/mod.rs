@@ -220,7 +220,7 @@ pub async fn ensure_template() -> String {
 /// A search context on the test database's runtime role, with the hashing
 /// embedder the template was embedded with.
 pub fn ctx(db: &TestDb, profile: mosaic::RetrievalProfile) -> mosaic::Ctx {
-    mosaic::Ctx::plain(&db.runtime_url(), 4, profile)
+    mosaic::Ctx::from_url(&db.runtime_url(), 4, profile)
         .expect("context")
         .with_embedder(std::sync::Arc::new(HashingEmbedder::new(384)))
 }

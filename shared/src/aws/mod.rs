@@ -68,6 +68,7 @@
 //! [`RetrievalProfile`]: crate::profile::RetrievalProfile
 
 pub mod bedrock;
+pub mod rds;
 pub mod secrets;
 
 pub use bedrock::{BedrockEmbedder, BedrockReranker, EmbeddingModel, RerankModel};
@@ -85,6 +86,52 @@ pub use aws_config::SdkConfig;
 /// chain, endpoint overrides), as a Lambda container does once at start-up.
 pub async fn load_sdk_config() -> SdkConfig {
     aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+}
+
+/// What a Lambda container builds from its environment at start-up: one
+/// SDK configuration shared by the Bedrock and Secrets Manager clients.
+pub struct AwsComponents {
+    pub sdk: SdkConfig,
+    pub settings: AwsSettings,
+}
+
+impl AwsComponents {
+    /// Reads [`AwsSettings`] and the SDK configuration (region, credential
+    /// chain, endpoint overrides).
+    pub async fn load(settings: AwsSettings) -> Self {
+        let sdk = load_sdk_config().await;
+        Self { sdk, settings }
+    }
+
+    /// The Bedrock embedder `MOSAIC_EMBEDDER=bedrock:...` asks for.
+    pub fn embedder(&self) -> Option<BedrockEmbedder> {
+        let model = self.settings.embedder.clone()?;
+        Some(BedrockEmbedder::new(
+            bedrock::client(&self.sdk),
+            model,
+            self.settings.embed_policy,
+        ))
+    }
+
+    /// The Bedrock reranker `MOSAIC_RERANKER=bedrock:...` asks for.
+    pub fn reranker(&self) -> Option<BedrockReranker> {
+        let model = self.settings.reranker.clone()?;
+        Some(BedrockReranker::new(
+            bedrock::client(&self.sdk),
+            model,
+            self.settings.rerank_policy,
+        ))
+    }
+
+    /// The pool manager of the AWS database connection (see [`rds`]). A
+    /// secret is fetched now, so a missing one fails the start-up.
+    pub async fn database(
+        &self,
+        db: &rds::RdsSettings,
+    ) -> Result<deadpool_postgres::Manager, String> {
+        let connector = rds::connector(db, &self.sdk, self.settings.secret_policy).await?;
+        Ok(connector.into_manager())
+    }
 }
 
 /// How long one remote call may take and how it retries.
