@@ -22,10 +22,10 @@ pub mod profile;
 pub mod rerank;
 pub mod scope;
 pub mod search;
-#[cfg(feature = "tls")]
-pub mod tls;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use context::{Ctx, Principal};
 pub use error::Error;
