@@ -52,13 +52,18 @@ impl RuntimeArgs {
         let ctx =
             mosaic::Ctx::from_url(&self.url, connections, profile).map_err(anyhow::Error::msg)?;
         let embedder = embedder.build()?;
-        // MOSAIC_RERANKER: `local` (default) or `none`.
+        // MOSAIC_RERANKER: `local` (default), `none` or `bedrock:<model>`.
         let ctx = match std::env::var("MOSAIC_RERANKER").as_deref() {
             Ok("none") => ctx,
             Ok("local") | Err(_) => ctx.with_reranker(std::sync::Arc::new(
                 mosaic::rerank::local::LocalReranker::new(embedder.clone()),
             )),
-            Ok(other) => anyhow::bail!("MOSAIC_RERANKER={other:?}: use `local` or `none`"),
+            Ok(other) if other.starts_with("bedrock:") => {
+                ctx.with_reranker(std::sync::Arc::new(embedder::bedrock_reranker()?))
+            }
+            Ok(other) => {
+                anyhow::bail!("MOSAIC_RERANKER={other:?}: use `local`, `none` or `bedrock:<model>`")
+            }
         };
         Ok(ctx.with_embedder(embedder))
     }
