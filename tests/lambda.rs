@@ -14,6 +14,7 @@
 //! — `make test` does. They are looked up next to this test executable
 //! (`target/debug/<name>`).
 
+use mosaic_integration_tests::aws_stub::{AwsStub, StubReply, StubRequest};
 use mosaic_integration_tests::TestDb;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -283,8 +284,19 @@ fn now_ms() -> u64 {
 
 // ------------------------------------------------------------ the functions
 
-/// A compiled function binary next to this test executable.
+/// The function binary under test: the `bootstrap` that `sam build` made
+/// when `MOSAIC_LAMBDA_BOOTSTRAP_DIR` points at `.aws-sam/build` (`make
+/// test` does), else the cargo-built binary next to this test executable.
 fn binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("MOSAIC_LAMBDA_BOOTSTRAP_DIR") {
+        let path = PathBuf::from(dir).join(logical_id(name)).join("bootstrap");
+        assert!(
+            path.is_file(),
+            "{} is missing: run `make sam-build` (or unset MOSAIC_LAMBDA_BOOTSTRAP_DIR)",
+            path.display()
+        );
+        return path;
+    }
     let exe = std::env::current_exe().expect("test executable");
     // target/<profile>/deps/lambda-<hash> -> target/<profile>/<name>
     let dir = exe
@@ -299,6 +311,17 @@ fn binary(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The function's logical id in `template.yaml`.
+fn logical_id(name: &str) -> &'static str {
+    match name {
+        "search-products" => "SearchProductsFunction",
+        "get-product-evidence" => "GetProductEvidenceFunction",
+        "compare-products" => "CompareProductsFunction",
+        "explain-retrieval" => "ExplainRetrievalFunction",
+        other => panic!("no function {other}"),
+    }
 }
 
 /// A running function process with its own Runtime API.
@@ -564,6 +587,22 @@ fn check_search(v: &Value, limit: usize, authorized: usize) -> (String, Vec<Stri
     let event = v["search_event_id"].as_str().expect("search_event_id");
     uuid::Uuid::parse_str(event).expect("a uuid");
     (event.to_string(), granted, served_only)
+}
+
+/// The receipt of a search answer: principal, rerank status, warnings.
+async fn receipt_of(db: &TestDb, answer: &Value) -> (String, String, String) {
+    let id = uuid::Uuid::parse_str(answer["search_event_id"].as_str().expect("event id")).unwrap();
+    let row = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT principal, rerank_status, warnings::text FROM receipts.search_events
+             WHERE search_event_id = $1",
+            &[&id],
+        )
+        .await
+        .expect("receipt");
+    (row.get(0), row.get(1), row.get(2))
 }
 
 async fn principal_of(db: &TestDb, event: &str) -> String {
@@ -1083,4 +1122,194 @@ async fn measure_start_to_first_response() {
             warm[warm.len() / 2],
         );
     }
+}
+
+// ------------------------------------------------- the AWS configuration
+
+/// The function configured as in AWS: no `MOSAIC_DATABASE_URL`; the
+/// database login from a Secrets Manager secret, over TLS verified against
+/// the local cluster's test CA; Bedrock through the real SDK; every AWS
+/// endpoint the stub.
+async fn start_as_in_aws(
+    name: &'static str,
+    db: &TestDb,
+    stub: &AwsStub,
+    env: &[(&str, &str)],
+) -> Function {
+    let ca = std::env::var("MOSAIC_TEST_TLS_CA").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../.mosaic/pg/tls/ca.crt").to_string()
+    });
+    let mut all: Vec<(&str, &str)> = vec![
+        ("MOSAIC_DATABASE_URL", ""),
+        (
+            "MOSAIC_DB_SECRET_ARN",
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:mosaic/db-AbCdEf",
+        ),
+        ("MOSAIC_DB_SSLMODE", "require"),
+        ("MOSAIC_DB_CA_FILE", &ca),
+        ("AWS_ENDPOINT_URL", &stub.url),
+        ("AWS_ACCESS_KEY_ID", "AKIDSTUBEXAMPLE0000"),
+        ("AWS_SECRET_ACCESS_KEY", "stub/secret/key"),
+        ("AWS_SESSION_TOKEN", "stub-session-token"),
+    ];
+    all.extend_from_slice(env);
+    // The URL is not passed (empty = unset); the secret names the database.
+    let _ = db;
+    Function::start(name, "", &all).await
+}
+
+/// The secret the stub serves: the test database's runtime login, at
+/// `localhost` (the name on the test certificate).
+fn runtime_secret(db: &TestDb) -> Value {
+    let cfg: tokio_postgres::Config = db.runtime_url().parse().unwrap();
+    json!({
+        "engine": "postgres",
+        "username": cfg.get_user().unwrap(),
+        "password": String::from_utf8(cfg.get_password().unwrap().to_vec()).unwrap(),
+        "host": "localhost",
+        "port": cfg.get_ports()[0],
+        "dbname": cfg.get_dbname().unwrap(),
+    })
+}
+
+/// Cohere Rerank 3.5 answers: documents scored in reverse order of the pool,
+/// sorted by score as the service does.
+fn cohere_rerank(req: &StubRequest) -> StubReply {
+    assert_eq!(req.body["api_version"], 2, "{}", req.body);
+    let n = req.body["documents"].as_array().map(Vec::len).unwrap_or(0);
+    let results: Vec<Value> = (0..n)
+        .rev()
+        .map(|i| json!({"index": i, "relevance_score": (i + 1) as f64 / n as f64}))
+        .collect();
+    StubReply::json(&json!({"id": "stub", "results": results}))
+}
+
+#[tokio::test]
+async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
+    let db = TestDb::with_sample("lambda_aws").await;
+    let secret = runtime_secret(&db);
+    let fail_rerank = Arc::new(AtomicBool::new(false));
+    let fail = fail_rerank.clone();
+    let stub = AwsStub::start(move |req| {
+        if req.is_secret() {
+            return StubReply::json11(&json!({
+                "ARN": req.body["SecretId"], "Name": "mosaic/db",
+                "SecretString": secret.to_string()}));
+        }
+        match req.model().as_deref() {
+            Some("cohere.rerank-v3-5:0") if fail.load(Ordering::SeqCst) => {
+                StubReply::error(503, "ServiceUnavailableException")
+            }
+            Some("cohere.rerank-v3-5:0") => cohere_rerank(req),
+            _ => StubReply::error(404, "ResourceNotFoundException"),
+        }
+    })
+    .await;
+    let mut f = start_as_in_aws(
+        "search-products",
+        &db,
+        &stub,
+        &[
+            ("MOSAIC_RERANKER", "bedrock:cohere-rerank-3.5"),
+            ("MOSAIC_BEDROCK_MAX_RETRIES", "1"),
+        ],
+    )
+    .await;
+    let event = parse(&event_text("search-products", "apigw.json"));
+
+    for _ in 0..3 {
+        let (status, v) = f.apigw(&event).await;
+        assert_eq!(status, 200, "{v}\n{}", f.logs());
+        let (principal, rerank_status, _) = receipt_of(&db, &v).await;
+        assert_eq!(
+            (principal.as_str(), rerank_status.as_str()),
+            (SUB, "reranked")
+        );
+        assert!(
+            v["results"][0]["signals"]["rerank_score"].is_number(),
+            "{v}"
+        );
+    }
+    let secrets = stub.requests().iter().filter(|r| r.is_secret()).count();
+    assert_eq!(secrets, 1, "one secret fetch per container");
+    let reranks: Vec<StubRequest> = stub
+        .requests()
+        .into_iter()
+        .filter(|r| r.model().is_some())
+        .collect();
+    assert_eq!(reranks.len(), 3);
+    assert!(reranks[0].body["query"]
+        .as_str()
+        .is_some_and(|q| !q.is_empty()));
+
+    // Bedrock failing: the fused order is served and the receipt says so.
+    fail_rerank.store(true, Ordering::SeqCst);
+    let (status, v) = f.apigw(&event).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v["results"][0]["signals"]["rerank_score"].is_null(), "{v}");
+    let (_, rerank_status, warnings) = receipt_of(&db, &v).await;
+    assert_ne!(rerank_status, "reranked");
+    assert!(warnings.contains("rerank"), "{warnings}");
+    assert!(
+        !warnings.contains("stub failure detail"),
+        "no service message leaks: {warnings}"
+    );
+    assert!(
+        !f.logs().contains("stub/secret/key"),
+        "no credentials in logs"
+    );
+    f.assert_alive();
+}
+
+#[tokio::test]
+async fn in_aws_configuration_a_wrong_embedding_dimension_fails_the_start_up() {
+    let db = TestDb::with_sample("lambda_aws_dim").await;
+    let secret = runtime_secret(&db);
+    let stub = AwsStub::start(move |req| {
+        StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}))
+    })
+    .await;
+    // The sample database holds 384-dimensional vectors.
+    let mut f = start_as_in_aws(
+        "search-products",
+        &db,
+        &stub,
+        &[("MOSAIC_EMBEDDER", "bedrock:titan-v2:1024")],
+    )
+    .await;
+    let status = tokio::time::timeout(Duration::from_secs(30), f.child.wait())
+        .await
+        .expect("the function exits after a failed init")
+        .unwrap();
+    assert!(!status.success());
+    let errors = f.api.init_errors();
+    assert_eq!(errors.len(), 1, "{errors:?}\n{}", f.logs());
+    let message = errors[0].1["errorMessage"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("1024") && message.contains("384"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn in_aws_configuration_an_unverifiable_database_is_a_503_not_a_crash() {
+    let db = TestDb::with_sample("lambda_aws_tls").await;
+    let secret = runtime_secret(&db);
+    let stub = AwsStub::start(move |req| {
+        StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}))
+    })
+    .await;
+    // No test CA: the local certificate does not verify.
+    let mut f = start_as_in_aws("search-products", &db, &stub, &[("MOSAIC_DB_CA_FILE", "")]).await;
+    let (status, v) = f
+        .apigw(&parse(&event_text("search-products", "apigw.json")))
+        .await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(error_of(&v).0, "unavailable");
+    assert!(
+        f.logs().to_lowercase().contains("certificate"),
+        "{}",
+        f.logs()
+    );
+    f.assert_alive();
 }

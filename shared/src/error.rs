@@ -164,14 +164,25 @@ where
         })
 }
 
+/// Database errors are `unavailable`; the message (logged, never sent to
+/// callers) carries the cause chain, e.g. why a TLS handshake failed.
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
-        Error::Unavailable(format!("database: {e}"))
+        Error::Unavailable(format!(
+            "database: {}",
+            crate::db::describe_connect_error(&e)
+        ))
     }
 }
 
 impl From<deadpool_postgres::PoolError> for Error {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        Error::Unavailable(format!("database pool: {e}"))
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => Error::Unavailable(format!(
+                "database connection: {}",
+                crate::db::describe_connect_error(&e)
+            )),
+            e => Error::Unavailable(format!("database pool: {e}")),
+        }
     }
 }

@@ -10,6 +10,8 @@
 //! `MOSAIC_TEST_SERVER` (`postgres://user:pass@host:port`, a role with
 //! CREATEDB) to use another.
 
+pub mod aws_stub;
+
 use mosaic::catalog::generator::Generator;
 use mosaic::catalog::load;
 use mosaic::db::{self, MigrateOptions};
