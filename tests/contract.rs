@@ -611,6 +611,49 @@ fn agentcore_tools_use_only_the_schema_subset_agentcore_accepts() {
 }
 
 #[test]
+fn agentcore_targets_put_each_tool_on_its_own_function_of_the_template() {
+    let template =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
+            .expect("template.yaml");
+    let tools = contract::tools("agentcore").unwrap();
+    let targets = contract::agentcore_targets();
+    let targets = targets.as_array().unwrap();
+    assert_eq!(targets.len(), 4);
+    for (target, tool) in targets.iter().zip(tools.as_array().unwrap()) {
+        let name = tool["name"].as_str().unwrap();
+        let logical = contract::logical_function_id(name);
+        // The function exists in the template, with its ARN as an output.
+        assert!(
+            template.contains(&format!(
+                "\n  {logical}:\n    Type: AWS::Serverless::Function"
+            )),
+            "{logical}"
+        );
+        assert!(
+            template.contains(&format!("\n  {logical}Arn:\n")),
+            "{logical}Arn output"
+        );
+        let lambda = &target["targetConfiguration"]["mcp"]["lambda"];
+        assert_eq!(lambda["lambdaArn"], format!("${{{logical}Arn}}"));
+        assert_eq!(lambda["toolSchema"]["inlinePayload"], json!([tool]));
+        assert_eq!(target["gatewayIdentifier"], "${GatewayId}");
+        assert_eq!(
+            target["credentialProviderConfigurations"][0]["credentialProviderType"],
+            "GATEWAY_IAM_ROLE"
+        );
+        // The header the functions read the principal from is propagated.
+        assert_eq!(
+            target["metadataConfiguration"]["allowedRequestHeaders"],
+            json!(["x-mosaic-principal"])
+        );
+    }
+    assert_eq!(
+        contract::logical_function_id("get_product_evidence"),
+        "GetProductEvidenceFunction"
+    );
+}
+
+#[test]
 fn the_skill_and_mcp_surfaces_list_the_four_operations() {
     let skill = contract::tools("skill").unwrap();
     let ops: Vec<&str> = skill["operations"]

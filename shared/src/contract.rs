@@ -37,6 +37,10 @@ pub const SKILL_MD: &str = "skills/mosaic-hybrid-retrieval/SKILL.md";
 pub const HTTP_API_MD: &str = "skills/mosaic-hybrid-retrieval/references/http-api.md";
 pub const AGENTCORE_JSON: &str = "skills/mosaic-hybrid-retrieval/references/agentcore-tools.json";
 pub const OPENAPI_JSON: &str = "skills/mosaic-hybrid-retrieval/references/openapi.json";
+/// One AgentCore Gateway `CreateGatewayTarget` request per function, with
+/// `${GatewayId}` and `${<LogicalId>Arn}` placeholders for the deployment.
+pub const AGENTCORE_TARGETS_JSON: &str =
+    "skills/mosaic-hybrid-retrieval/references/agentcore-targets.json";
 
 /// The markers around the generated operations table in SKILL.md.
 pub const BEGIN_OPERATIONS: &str = "<!-- BEGIN GENERATED: operations -->";
@@ -824,6 +828,54 @@ pub fn splice_skill_md(prose: &str) -> Option<String> {
     ))
 }
 
+/// The AgentCore Gateway targets: one Lambda target per operation, whose
+/// tool is that operation's AgentCore tool. Each entry is a complete
+/// `CreateGatewayTarget` request (`aws bedrock-agentcore-control
+/// create-gateway-target --cli-input-json ...`) once the placeholders are
+/// filled from the stack outputs: `${GatewayId}`, and
+/// `${SearchProductsFunctionArn}` and its siblings. The gateway calls the
+/// function with its own IAM role and propagates the principal header.
+pub fn agentcore_targets() -> Value {
+    let tools = agentcore_tools();
+    let targets: Vec<Value> = array(&tools)
+        .iter()
+        .map(|tool| {
+            let name = text(&tool["name"]);
+            let logical = logical_function_id(name);
+            json!({
+                "gatewayIdentifier": "${GatewayId}",
+                "name": format!("mosaic-{}", name.replace('_', "-")),
+                "description": format!("Mosaic Hybrid Retrieval: the {name} tool"),
+                "targetConfiguration": {"mcp": {"lambda": {
+                    "lambdaArn": format!("${{{logical}Arn}}"),
+                    "toolSchema": {"inlinePayload": [tool]},
+                }}},
+                "credentialProviderConfigurations": [
+                    {"credentialProviderType": "GATEWAY_IAM_ROLE"}
+                ],
+                "metadataConfiguration": {"allowedRequestHeaders": ["x-mosaic-principal"]},
+            })
+        })
+        .collect();
+    Value::Array(targets)
+}
+
+/// The function's logical id in `template.yaml` for an operation name
+/// (`search_products` -> `SearchProductsFunction`).
+pub fn logical_function_id(operation: &str) -> String {
+    let mut id: String = operation
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    id.push_str("Function");
+    id
+}
+
 fn files(skill_prose: &str) -> Vec<(&'static str, String)> {
     let skill = splice_skill_md(skill_prose)
         .or_else(|| splice_skill_md(SKILL_PROSE))
@@ -834,6 +886,7 @@ fn files(skill_prose: &str) -> Vec<(&'static str, String)> {
         (HTTP_API_MD, http_api_md()),
         (AGENTCORE_JSON, pretty(&agentcore)),
         (OPENAPI_JSON, pretty(&openapi())),
+        (AGENTCORE_TARGETS_JSON, pretty(&agentcore_targets())),
     ]
 }
 
