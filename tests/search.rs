@@ -158,6 +158,19 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
             .iter()
             .map(|r| r.get(0))
             .collect();
+        // The trigram cascade's verdict is about the threshold that served.
+        let served = trigram
+            .mode
+            .as_deref()
+            .and_then(|m| m.strip_prefix("threshold_"))
+            .expect("the trigram arm names its threshold")
+            .to_string();
+        tx.execute(
+            "SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)",
+            &[&served],
+        )
+        .await
+        .unwrap();
         let tri_matches: Vec<String> = tx
             .query(
                 "SELECT product_id FROM search.product_projection WHERE $1 <% identity_text",

@@ -18,8 +18,21 @@ pub struct RetrievalProfile {
     pub lexical_scan_budget: i64,
     /// Candidates the trigram arm returns at most.
     pub trigram_limit: i64,
-    /// Minimum pg_trgm word similarity for a trigram candidate.
+    /// Minimum pg_trgm word similarity for a trigram candidate: the last,
+    /// most relaxed threshold of the trigram cascade.
     pub trigram_floor: f64,
+    /// The trigram cascade's first (strictest) word-similarity threshold.
+    pub trigram_strict_threshold: f64,
+    /// The cascade's middle threshold, tried when the strict step held
+    /// fewer than `trigram_enough` candidates. Set strict, middle and floor
+    /// equal for a single step at the floor.
+    pub trigram_middle_threshold: f64,
+    /// Candidates at which the cascade stops relaxing (1..=trigram_limit).
+    pub trigram_enough: i64,
+    /// Safety budget of every cascade step: matches it scores at most (in
+    /// physical order); past it the arm reports `budget_cut`. Bounds the
+    /// arm's worst case, queries of common words.
+    pub trigram_scan_budget: i64,
     /// Candidates the semantic arm returns at most.
     pub semantic_limit: i64,
     /// Eligible rows at or below which the semantic arm scans the eligible
@@ -50,9 +63,31 @@ impl Default for RetrievalProfile {
         Self {
             lexical_limit: 120,
             // mosaic bench (BENCHMARKS.md): 500 budget-cut 37/200 unfiltered queries at 10k, 5000 raised p95; 2000 kept.
+            // At 100k the arm's cost is linear in the budget (heap fetch + ts_rank_cd, ~15 us per
+            // match): direct arm SQL p95 unfiltered 22 ms at 2000, 18 at 1000, 12 at 500; but 500
+            // cut typo recovery@10 of the lexical arm from 46% to 34% in `mosaic eval` (5k), so 2000 kept.
             lexical_scan_budget: 2_000,
             trigram_limit: 80,
             trigram_floor: 0.45,
+            // Threshold cascade, measured on mosaic_bench_100000 with the arm's SQL (2 cores, other
+            // builds running): 100 brand+model queries with one character deleted. Single step at
+            // 0.45/0.55/0.6/0.7: target in the top 80 for 99/99/99/98, rows 78.7/58/33.7/6.9, p50
+            // 49/16/11/3.2 ms, p95 126/106/38/8 ms. The physical-order budget this replaces
+            // (160/500/1000/2000 matches at 0.45) found the target for only 26/66/73/85.
+            // Cascade 0.7 > 0.55 > 0.45 (union of the steps, budget 1000): 99/100 for every enough.
+            trigram_strict_threshold: 0.7,
+            trigram_middle_threshold: 0.55,
+            // Same probe, enough 1/10/20/80: p50 3.3/19/25/33 ms, p95 9/43/53/74 ms. `mosaic eval`
+            // (5k): enough 1 lost trigram-only nDCG@10 0.590 -> 0.532 and serving 0.926 -> 0.916
+            // (the close matches alone are too few); 10 and 20 kept 0.590 / 0.926-0.927.
+            trigram_enough: 10,
+            // Bounds common words ("air fryer" matches thousands at every threshold): category-word
+            // queries p50/p95 85/158 ms without it, 31/47 with 1000, 18/32 with 500. A cut step holds
+            // the limit, so the cascade stops there; stricter steps' rows are kept. Against no budget
+            // (same cascade), the top-80 similarity scores are identical for 93/100 brand+model
+            // typos (the rest differ only below 0.55; target found 99/100 either way), 99/100
+            // brand+noun typos and 96/100 category-word queries; 500 gave 93/98/85.
+            trigram_scan_budget: 1_000,
             semantic_limit: 150,
             // mosaic bench (BENCHMARKS.md): 10000 gave recall 1.0 but 33-70 ms arm p50 at 10k; 1000 kept.
             semantic_exact_threshold: 1_000,
@@ -100,7 +135,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 12] = [
+        let checks: [(bool, &str); 15] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -116,6 +151,20 @@ impl RetrievalProfile {
             (
                 (0.0..=1.0).contains(&self.trigram_floor),
                 "trigram_floor must be 0..1",
+            ),
+            (
+                self.trigram_floor <= self.trigram_middle_threshold
+                    && self.trigram_middle_threshold <= self.trigram_strict_threshold
+                    && self.trigram_strict_threshold <= 1.0,
+                "trigram thresholds must satisfy floor <= middle <= strict <= 1",
+            ),
+            (
+                (1..=self.trigram_limit).contains(&self.trigram_enough),
+                "trigram_enough must be 1..=trigram_limit",
+            ),
+            (
+                self.trigram_scan_budget >= self.trigram_limit,
+                "trigram_scan_budget must be >= trigram_limit",
             ),
             (
                 (1..=1000).contains(&self.semantic_limit),
@@ -174,5 +223,40 @@ mod tests {
         let err = RetrievalProfile::from_lookup(|k| (k == "MOSAIC_RRF_K").then(|| "sixty".into()))
             .unwrap_err();
         assert!(err.contains("MOSAIC_RRF_K"));
+    }
+
+    #[test]
+    fn the_trigram_cascade_is_overridable_and_validated() {
+        let p = RetrievalProfile::from_lookup(|k| match k {
+            "MOSAIC_TRIGRAM_STRICT_THRESHOLD" => Some("0.8".into()),
+            "MOSAIC_TRIGRAM_ENOUGH" => Some("20".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((p.trigram_strict_threshold, p.trigram_enough), (0.8, 20));
+        // A single step at the floor is allowed.
+        RetrievalProfile::from_lookup(|k| match k {
+            "MOSAIC_TRIGRAM_STRICT_THRESHOLD" | "MOSAIC_TRIGRAM_MIDDLE_THRESHOLD" => {
+                Some("0.45".into())
+            }
+            _ => None,
+        })
+        .unwrap();
+        for (var, raw) in [
+            ("MOSAIC_TRIGRAM_MIDDLE_THRESHOLD", "0.9"),
+            ("MOSAIC_TRIGRAM_FLOOR", "0.6"),
+            ("MOSAIC_TRIGRAM_STRICT_THRESHOLD", "1.5"),
+        ] {
+            let err =
+                RetrievalProfile::from_lookup(|k| (k == var).then(|| raw.into())).unwrap_err();
+            assert!(err.contains("trigram thresholds"), "{var}={raw}: {err}");
+        }
+        for raw in ["0", "81"] {
+            let err = RetrievalProfile::from_lookup(|k| {
+                (k == "MOSAIC_TRIGRAM_ENOUGH").then(|| raw.into())
+            })
+            .unwrap_err();
+            assert!(err.contains("trigram_enough"), "{raw}: {err}");
+        }
     }
 }

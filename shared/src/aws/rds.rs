@@ -24,10 +24,11 @@
 //! | `MOSAIC_DB_SSLMODE` | `require` (default) or `verify-full`, both verified TLS. Plain TCP exists only for the local database (`MOSAIC_DATABASE_URL`). |
 //! | `MOSAIC_DB_CA_FILE` | An extra PEM CA file to trust (private CAs, tests). |
 //!
-//! No `options` startup parameter is sent: RDS Proxy refuses it. The
-//! statement timeout comes from the runtime role's own setting (migration
-//! `0006`), which needs no session state and so does not pin proxy
-//! connections.
+//! No `options` startup parameter is sent: RDS Proxy refuses it. Searches
+//! bound their statements with `SET LOCAL statement_timeout` inside their
+//! transaction ([`crate::search::arms::apply_settings`]), which does not pin
+//! proxy connections; every operation is also bounded by the invocation
+//! deadline.
 
 use crate::aws::secrets::{DbSecret, SecretCache};
 use crate::aws::SdkConfig;

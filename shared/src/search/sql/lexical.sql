@@ -3,12 +3,14 @@
 -- Negated terms are excluded by the eligibility predicate ($10).
 -- Matches are capped at the scoring budget before ts_rank_cd runs, because
 -- ranking cost grows with the number of matches, not with the LIMIT.
-WITH q AS (
-    SELECT websearch_to_tsquery('english', $11) AS tsq
-), matched AS (
+-- The tsquery is written inline (not in a CTE) so that the planner sees the
+-- constant and estimates its matches from the tsvector statistics: behind a
+-- CTE it guessed 0.5% of the table and ANDed a broad filter's index bitmap
+-- in (price <= median: +10 ms at 100k products).
+WITH matched AS (
     SELECT pp.product_id, pp.document
-    FROM search.product_projection pp, q
-    WHERE pp.document @@ q.tsq
+    FROM search.product_projection pp
+    WHERE pp.document @@ websearch_to_tsquery('english', $11)
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
@@ -23,8 +25,8 @@ WITH q AS (
           SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
     LIMIT $12
 )
-SELECT m.product_id, ts_rank_cd(m.document, q.tsq, 32)::float8 AS score,
+SELECT m.product_id, ts_rank_cd(m.document, websearch_to_tsquery('english', $11), 32)::float8 AS score,
        (SELECT count(*) FROM matched) AS matched
-FROM matched m, q
+FROM matched m
 ORDER BY score DESC, m.product_id
 LIMIT $13;

@@ -1,10 +1,18 @@
--- Typo-tolerant arm: pg_trgm word similarity of the query against identity
--- text (brand, model, SKU, title, aliases), served by the GIN trigram index.
--- The similarity floor is pg_trgm.word_similarity_threshold (SET LOCAL).
--- $11 the lower-cased query, $12 the arm's limit.
-SELECT pp.product_id, word_similarity($11, pp.identity_text)::float8 AS score
-FROM search.product_projection pp
-WHERE $11 <% pp.identity_text
+-- Typo-tolerant arm, one step of its threshold cascade: pg_trgm word
+-- similarity of the query against identity text (brand, model, SKU, title,
+-- aliases), served by the GIN trigram index. The step's threshold is
+-- pg_trgm.word_similarity_threshold, set by the caller for each step
+-- (arms::trigram); a stricter threshold lets the index discard more
+-- candidates before the heap recheck (~20 us of word_similarity each).
+-- $11 the lower-cased query, $12 the safety budget, $13 the arm's limit.
+-- The budget bounds a query of common words ("air fryer": thousands of
+-- matches at 100k, nearly all tied at 1.0, at every threshold); matches past
+-- it are not scored and the arm reports `budget_cut`. The cheap eligibility
+-- predicates come first so that only eligible rows pay for the similarity.
+WITH matched AS (
+    SELECT pp.product_id, pp.identity_text
+    FROM search.product_projection pp
+    WHERE true
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
@@ -17,5 +25,11 @@ WHERE $11 <% pp.identity_text
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
       AND ($10::text[] IS NULL OR NOT EXISTS (
           SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
-ORDER BY score DESC, pp.product_id
-LIMIT $12;
+      AND $11 <% pp.identity_text
+    LIMIT $12
+)
+SELECT m.product_id, word_similarity($11, m.identity_text)::float8 AS score,
+       (SELECT count(*) FROM matched) AS matched
+FROM matched m
+ORDER BY score DESC, m.product_id
+LIMIT $13;
