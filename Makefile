@@ -12,14 +12,17 @@ export MOSAIC_DATABASE_URL ?= postgres://mosaic_owner:mosaic_owner@127.0.0.1:$(M
 export MOSAIC_RUNTIME_DATABASE_URL ?= postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:$(MOSAIC_PG_PORT)/mosaic
 export MOSAIC_TEST_SERVER ?= postgres://mosaic_owner:mosaic_owner@127.0.0.1:$(MOSAIC_PG_PORT)
 export MOSAIC_TEST_RUNTIME_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:$(MOSAIC_PG_PORT)
+# The local cluster's private test CA (scripts/db.sh), for the TLS tests.
+export MOSAIC_TEST_TLS_CA ?= $(CURDIR)/.mosaic/pg/tls/ca.crt
 
-.PHONY: demo demo-stop test db db-stop model build check-template migrate sample embed stats fmt lint clean-test-dbs help
+.PHONY: demo demo-stop test db db-stop model build check-template sam-build migrate sample embed stats fmt lint clean-test-dbs help
 
 help:
 	@echo "make demo   - local database, sample catalog, embeddings, server, example calls"
 	@echo "make test   - everything needed, then every test"
 	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
 	@echo "make db-stop"
+	@echo "make sam-build - the four Lambda functions with sam build (cargo-lambda, x86_64) into .aws-sam/build"
 
 db:
 	@bash scripts/db.sh ensure
@@ -57,9 +60,12 @@ clean-test-dbs: db
 check-template:
 	@bash scripts/check-template.sh
 
-test: db model clean-test-dbs check-template
-	cargo build -p search-products -p get-product-evidence -p compare-products -p explain-retrieval
-	cargo test --workspace --no-fail-fast
+sam-build:
+	@bash scripts/sam-build.sh
+
+# The Lambda emulator tests drive the `bootstrap` files `sam build` made.
+test: db model clean-test-dbs check-template sam-build
+	MOSAIC_LAMBDA_BOOTSTRAP_DIR=$(CURDIR)/.aws-sam/build cargo test --workspace --no-fail-fast
 	cargo test -p mosaic --features aws --test aws_stubs
 
 fmt:

@@ -1074,6 +1074,7 @@ async fn a_configuration_error_is_reported_as_an_init_error() {
 async fn measure_start_to_first_response() {
     let db = TestDb::with_sample("lambda_timing").await;
     let url = db.runtime_url();
+    let sam = std::env::var_os("MOSAIC_LAMBDA_BOOTSTRAP_DIR").is_some();
     let release_dir = binary("search-products")
         .parent()
         .and_then(Path::parent)
@@ -1081,7 +1082,9 @@ async fn measure_start_to_first_response() {
         .join("release");
     for name in FUNCTIONS {
         let release = release_dir.join(name);
-        let (path, profile) = if release.is_file() {
+        let (path, profile) = if sam {
+            (binary(name), "sam build bootstrap")
+        } else if release.is_file() {
             (release, "release")
         } else {
             (binary(name), "debug")
