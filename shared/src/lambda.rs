@@ -266,18 +266,10 @@ impl Settings {
                 ))
             }
         };
-        let allow_anonymous = match set("MOSAIC_ALLOW_ANONYMOUS")
-            .map(|s| s.to_ascii_lowercase())
-            .as_deref()
-        {
-            None | Some("false") | Some("0") => false,
-            Some("true") | Some("1") => true,
-            Some(other) => {
-                return Err(format!(
-                    "MOSAIC_ALLOW_ANONYMOUS={other:?}: use `true` or `false`"
-                ))
-            }
-        };
+        let allow_anonymous = crate::profile::flag(
+            "MOSAIC_ALLOW_ANONYMOUS",
+            set("MOSAIC_ALLOW_ANONYMOUS").as_deref(),
+        )?;
         let principal_header = set("MOSAIC_AGENTCORE_PRINCIPAL_HEADER")
             .unwrap_or_else(|| DEFAULT_PRINCIPAL_HEADER.to_string())
             .to_ascii_lowercase();

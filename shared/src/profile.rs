@@ -105,6 +105,17 @@ impl Default for RetrievalProfile {
     }
 }
 
+/// Reads an on/off environment setting: unset or empty is `false`;
+/// `true`/`1` and `false`/`0` (any case); anything else is an error naming
+/// the variable.
+pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
+    match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(other) => Err(format!("{var}={other:?}: use `true` or `false`")),
+    }
+}
+
 impl RetrievalProfile {
     /// Defaults with `MOSAIC_*` environment overrides applied and validated.
     pub fn from_env() -> Result<Self, String> {

@@ -799,6 +799,16 @@ fn rds_settings(vars: &[(&str, String)]) -> rds::RdsSettings {
         .unwrap()
 }
 
+/// Connects with `settings` and returns why the connection failed.
+async fn refused_connection(settings: &rds::RdsSettings, stub: &Stub) -> String {
+    let connector = rds::connector(settings, &sdk(stub).await, policy(2_000))
+        .await
+        .unwrap();
+    let ctx = Ctx::with_manager(connector.into_manager(), 1, RetrievalProfile::default()).unwrap();
+    let e = ctx.pool.get().await.map(|_| ()).unwrap_err();
+    pool_error_text(&e)
+}
+
 fn pool_error_text(e: &deadpool_postgres::PoolError) -> String {
     match e {
         deadpool_postgres::PoolError::Backend(pg) => mosaic::db::describe_connect_error(pg),
@@ -856,12 +866,7 @@ async fn the_rds_connection_refuses_a_server_it_cannot_verify() {
 
     // Production roots only: the local test CA is not among them.
     let settings = rds_settings(&[("MOSAIC_DB_SECRET_ARN", arn.clone())]);
-    let connector = rds::connector(&settings, &sdk(&stub).await, policy(2_000))
-        .await
-        .unwrap();
-    let ctx = Ctx::with_manager(connector.into_manager(), 1, RetrievalProfile::default()).unwrap();
-    let e = ctx.pool.get().await.map(|_| ()).unwrap_err();
-    let text = pool_error_text(&e);
+    let text = refused_connection(&settings, &stub).await;
     assert!(text.to_lowercase().contains("certificate"), "{text}");
     assert!(
         !text.contains("mosaic_runtime"),
@@ -879,11 +884,6 @@ async fn the_rds_connection_refuses_a_server_it_cannot_verify() {
         ("MOSAIC_DB_HOST", "127.0.0.1".into()),
         ("MOSAIC_DB_CA_FILE", local_test_ca()),
     ]);
-    let connector = rds::connector(&settings, &sdk(&stub).await, policy(2_000))
-        .await
-        .unwrap();
-    let ctx = Ctx::with_manager(connector.into_manager(), 1, RetrievalProfile::default()).unwrap();
-    let e = ctx.pool.get().await.map(|_| ()).unwrap_err();
-    let text = pool_error_text(&e);
+    let text = refused_connection(&settings, &stub).await;
     assert!(text.to_lowercase().contains("certificate"), "{text}");
 }

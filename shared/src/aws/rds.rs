@@ -81,18 +81,7 @@ impl RdsSettings {
         };
         let host = set("MOSAIC_DB_HOST");
         let secret = set("MOSAIC_DB_SECRET_ARN");
-        let iam = match set("MOSAIC_DB_IAM_AUTH")
-            .map(|s| s.to_ascii_lowercase())
-            .as_deref()
-        {
-            None | Some("false") | Some("0") => false,
-            Some("true") | Some("1") => true,
-            Some(other) => {
-                return Err(format!(
-                    "MOSAIC_DB_IAM_AUTH={other:?}: use `true` or `false`"
-                ))
-            }
-        };
+        let iam = crate::profile::flag("MOSAIC_DB_IAM_AUTH", set("MOSAIC_DB_IAM_AUTH").as_deref())?;
         if host.is_none() && secret.is_none() && !iam {
             return Ok(None);
         }
