@@ -851,6 +851,29 @@ async fn the_rds_connection_is_verified_tls_and_heals_a_rotated_password() {
     assert_eq!(row.get::<_, String>(2), "postgres");
     assert_eq!(stub.count(), 2, "refused login: fetched again, once");
 
+    // A login that stays wrong is not fetched again on every attempt.
+    let stuck = Stub::start(local_secret(&["wrong-1", "wrong-2", "wrong-3"])).await;
+    let settings_stuck = rds_settings(&[
+        (
+            "MOSAIC_DB_SECRET_ARN",
+            "arn:aws:secretsmanager:us-west-2:1:secret:db".into(),
+        ),
+        ("MOSAIC_DB_CA_FILE", local_test_ca()),
+    ]);
+    let refused = rds::connector(&settings_stuck, &sdk(&stuck).await, policy(2_000))
+        .await
+        .unwrap();
+    let refused =
+        Ctx::with_manager(refused.into_manager(), 1, RetrievalProfile::default()).unwrap();
+    for _ in 0..3 {
+        assert!(refused.pool.get().await.is_err());
+    }
+    assert_eq!(
+        stuck.count(),
+        2,
+        "start-up fetch plus one refresh per interval"
+    );
+
     // More connections reuse the refreshed secret.
     let more = futures_util::future::join_all((0..2).map(|_| ctx.pool.get())).await;
     for c in more {

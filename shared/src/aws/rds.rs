@@ -9,7 +9,9 @@
 //! Trust Services certificates, the RDS bundle for Aurora's). When the
 //! server rejects the login (SQLSTATE 28P01 or 28000) it drops the cached
 //! secret or token, fetches a fresh one and tries once more: a rotated
-//! password heals without a cold start.
+//! password heals without a cold start. Such forced refreshes happen at
+//! most once per [`LOGIN_REFRESH_INTERVAL`], so a login that stays wrong
+//! does not call Secrets Manager on every attempt.
 //!
 //! # Configuration
 //!
@@ -295,7 +297,13 @@ pub struct RdsConnect {
     base: Config,
     tls: MakeRustlsConnect,
     login: Login,
+    /// When the login was last fetched afresh after a refusal: a login that
+    /// stays wrong is not fetched again on every connection attempt.
+    last_refresh: std::sync::Mutex<Option<Instant>>,
 }
+
+/// The least time between two forced login refreshes.
+pub const LOGIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 
 impl RdsConnect {
     pub fn new(settings: &RdsSettings, login: Login) -> Result<Self, String> {
@@ -304,6 +312,7 @@ impl RdsConnect {
             base: settings.base_config(),
             tls: MakeRustlsConnect::new(config),
             login,
+            last_refresh: std::sync::Mutex::new(None),
         })
     }
 
@@ -363,7 +372,7 @@ impl RdsConnect {
             tracing::warn!(error = %why, "no database login available");
         }
         match self.open(&cfg).await {
-            Err(e) if is_login_refused(&e) => {
+            Err(e) if is_login_refused(&e) && self.may_refresh() => {
                 tracing::warn!(error = %e, "database refused the login; fetching a fresh one");
                 let mut cfg = self.base.clone();
                 match self.apply_login(&mut cfg, true).await {
@@ -375,6 +384,21 @@ impl RdsConnect {
                 }
             }
             other => other,
+        }
+    }
+}
+
+impl RdsConnect {
+    /// Whether a forced refresh is allowed now (at most one per
+    /// [`LOGIN_REFRESH_INTERVAL`]); records it when it is.
+    fn may_refresh(&self) -> bool {
+        let mut last = self.last_refresh.lock().unwrap_or_else(|p| p.into_inner());
+        match *last {
+            Some(t) if t.elapsed() < LOGIN_REFRESH_INTERVAL => false,
+            _ => {
+                *last = Some(Instant::now());
+                true
+            }
         }
     }
 }
