@@ -801,3 +801,78 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
         );
     }
 }
+
+/// The names of the per-domain partial HNSW indexes.
+async fn domain_indexes(c: &Client) -> Vec<String> {
+    c.query(
+        "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid = 'search.product_projection'::regclass
+           AND c.relname LIKE 'projection\\_embedding\\_hnsw\\_d\\_%' ORDER BY 1",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+#[tokio::test]
+async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
+    let db = TestDb::with_sample("domain_hnsw").await;
+    let mut c = db.owner().await;
+    let domains: Vec<String> = c
+        .query(
+            "SELECT DISTINCT domain FROM search.product_projection ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(domains.len() >= 2, "{domains:?}");
+    assert_eq!(domain_indexes(&c).await.len(), domains.len());
+
+    // With the domain bound as a parameter (as the arm binds it), the plan
+    // walks a partial graph, not the whole-catalog one.
+    let tx = c.transaction().await.unwrap();
+    tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        .await
+        .unwrap();
+    let v: pgvector::Vector = tx
+        .query_one(
+            "SELECT embedding FROM search.product_projection WHERE embedding IS NOT NULL LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let plan: Vec<String> = tx
+        .query(
+            "EXPLAIN SELECT product_id FROM search.product_projection
+             WHERE embedding IS NOT NULL AND ($1::text IS NULL OR domain = $1)
+             ORDER BY embedding <=> $2 LIMIT 150",
+            &[&domains[0], &v],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(plan.contains("projection_embedding_hnsw_d_"), "{plan}");
+    tx.rollback().await.unwrap();
+
+    // A domain that disappears loses its index.
+    c.execute(
+        "DELETE FROM search.product_projection WHERE domain = $1",
+        &[&domains[0]],
+    )
+    .await
+    .unwrap();
+    c.execute("SELECT search.refresh_domain_indexes()", &[])
+        .await
+        .unwrap();
+    assert_eq!(domain_indexes(&c).await.len(), domains.len() - 1);
+}

@@ -40,6 +40,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(3, "0003_search_projection.sql"),
     migration!(4, "0004_receipts.sql"),
     migration!(5, "0005_runtime_role.sql"),
+    migration!(6, "0006_domain_indexes.sql"),
 ];
 
 /// Parameters substituted into the migrations.

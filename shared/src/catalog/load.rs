@@ -207,7 +207,9 @@ pub async fn load_sample(
     })
 }
 
-/// Rebuilds the projection rows of the given products (all when `None`).
+/// Rebuilds the projection rows of the given products (all when `None`),
+/// then the per-domain partial HNSW indexes (one per domain present; see
+/// `sql/0006_domain_indexes.sql`).
 pub async fn refresh_projection(
     tx: &Transaction<'_>,
     only: Option<&[String]>,
@@ -215,6 +217,8 @@ pub async fn refresh_projection(
     let ids: Option<Vec<String>> = only.map(<[String]>::to_vec);
     let row = tx
         .query_one("SELECT search.refresh_projection($1::text[])", &[&ids])
+        .await?;
+    tx.execute("SELECT search.refresh_domain_indexes()", &[])
         .await?;
     Ok(row.get::<_, i64>(0) as u64)
 }
