@@ -221,37 +221,16 @@ impl Inner {
     }
 
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let ids: Vec<Vec<u32>> = texts
-            .iter()
-            .map(|t| self.encode(t).map(|e| e.get_ids().to_vec()))
-            .collect::<Result<_, _>>()?;
-
-        // Group texts of equal token length (stable, so input order within a
-        // group), then run each group in chunks of at most MAX_BATCH. No
-        // padding is ever needed, so a text's vector is independent of its
-        // neighbours and of the batch size.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| ids[i].len());
-
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        let mut start = 0;
-        while start < order.len() {
-            let len = ids[order[start]].len();
-            let mut end = start + 1;
-            while end < order.len() && end - start < MAX_BATCH && ids[order[end]].len() == len {
-                end += 1;
-            }
-            let group = &order[start..end];
-            let seqs: Vec<&[u32]> = group.iter().map(|&i| ids[i].as_slice()).collect();
-            let vectors = self
-                .forward(&seqs)
-                .map_err(|e| EmbedError::Failed(format!("model forward pass: {e}")))?;
-            for (&i, v) in group.iter().zip(vectors) {
-                out[i] = v;
-            }
-            start = end;
-        }
-        Ok(out)
+        // Groups of equal token length (stable, so input order within a
+        // group), each run in chunks of at most MAX_BATCH. No padding is
+        // ever needed, so a text's vector is independent of its neighbours
+        // and of the batch size.
+        self.embed_grouped(texts, |ids, order| {
+            order
+                .chunk_by(|&a, &b| ids[a].len() == ids[b].len())
+                .flat_map(|same_length| same_length.chunks(MAX_BATCH))
+                .collect()
+        })
     }
 
     /// Like [`Inner::embed`], but texts of different lengths share a padded
@@ -260,6 +239,17 @@ impl Inner {
     /// in the seventh decimal, so this serves scoring only, never stored
     /// embeddings.
     fn embed_padded(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_grouped(texts, |_, order| order.chunks(MAX_BATCH).collect())
+    }
+
+    /// Tokenises `texts`, orders them by token length, runs each batch that
+    /// `batches` cuts from that order through the model, and returns the
+    /// vectors in input order.
+    fn embed_grouped(
+        &self,
+        texts: &[String],
+        batches: impl for<'a> Fn(&[Vec<u32>], &'a [usize]) -> Vec<&'a [usize]>,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let ids: Vec<Vec<u32>> = texts
             .iter()
             .map(|t| self.encode(t).map(|e| e.get_ids().to_vec()))
@@ -267,7 +257,7 @@ impl Inner {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for group in order.chunks(MAX_BATCH) {
+        for group in batches(&ids, &order) {
             let seqs: Vec<&[u32]> = group.iter().map(|&i| ids[i].as_slice()).collect();
             let vectors = self
                 .forward(&seqs)
