@@ -230,11 +230,7 @@ impl Settings {
 
     /// As [`from_env`](Self::from_env) with an explicit variable lookup.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let set = |k: &str| {
-            get(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let set = |k: &str| crate::profile::setting(&get, k);
         let embedder = match set("MOSAIC_EMBEDDER").as_deref() {
             None | Some("none") => EmbedderSetting::None,
             Some("hashing") => EmbedderSetting::Hashing(384),

@@ -105,6 +105,14 @@ impl Default for RetrievalProfile {
     }
 }
 
+/// An environment setting as configured: trimmed, and `None` when unset or
+/// empty (the template writes empty strings for parameters left blank).
+pub fn setting(get: impl Fn(&str) -> Option<String>, var: &str) -> Option<String> {
+    get(var)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
 /// Reads an on/off environment setting: unset or empty is `false`;
 /// `true`/`1` and `false`/`0` (any case); anything else is an error naming
 /// the variable.

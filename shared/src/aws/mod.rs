@@ -41,8 +41,8 @@
 //!   [`RetrievalProfile`], read through it, not here.
 //! * `MOSAIC_BEDROCK_MAX_RETRIES`: retries after the first attempt, 0..=5
 //!   (default 2); applies to the secret fetch too.
-//! * `MOSAIC_DB_SECRET_ARN`: the Secrets Manager secret (RDS format) with
-//!   the database login; empty or unset means none (IAM authentication).
+//! * `MOSAIC_DB_SECRET_ARN` and the other `MOSAIC_DB_*` variables: the
+//!   database connection, read by [`rds::RdsSettings`].
 //! * `MOSAIC_SECRET_DEADLINE_MS`: deadline of one secret fetch, retries
 //!   included (default 3000).
 //!
@@ -381,8 +381,6 @@ pub struct AwsSettings {
     pub reranker: Option<RerankModel>,
     pub embed_policy: CallPolicy,
     pub rerank_policy: CallPolicy,
-    /// ARN (or name) of the database secret, if any.
-    pub db_secret_id: Option<String>,
     pub secret_policy: CallPolicy,
 }
 
@@ -449,9 +447,6 @@ impl AwsSettings {
             reranker,
             embed_policy: positive("embed_deadline_ms", profile.embed_deadline_ms)?,
             rerank_policy: positive("rerank_deadline_ms", profile.rerank_deadline_ms)?,
-            db_secret_id: get("MOSAIC_DB_SECRET_ARN")
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty()),
             secret_policy: positive("MOSAIC_SECRET_DEADLINE_MS", secret_ms)?,
         })
     }
@@ -478,12 +473,10 @@ mod tests {
                 "bedrock:amazon.titan-embed-text-v2:0:512",
             ),
             ("MOSAIC_RERANKER", "bedrock:cohere.rerank-v3-5:0"),
-            ("MOSAIC_DB_SECRET_ARN", ""),
         ])
         .unwrap();
         assert_eq!(s.embedder.unwrap().dimension(), 512);
         assert_eq!(s.reranker.unwrap().model_id(), "cohere.rerank-v3-5:0");
-        assert_eq!(s.db_secret_id, None);
         let profile = RetrievalProfile::default();
         assert_eq!(
             s.embed_policy.deadline.as_millis() as u64,

@@ -76,11 +76,7 @@ impl RdsSettings {
     /// `Ok(None)` when nothing AWS-specific is configured (no host, no
     /// secret, no IAM).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
-        let set = |k: &str| {
-            get(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let set = |k: &str| crate::profile::setting(&get, k);
         let host = set("MOSAIC_DB_HOST");
         let secret = set("MOSAIC_DB_SECRET_ARN");
         let iam = crate::profile::flag("MOSAIC_DB_IAM_AUTH", set("MOSAIC_DB_IAM_AUTH").as_deref())?;
