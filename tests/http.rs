@@ -2,7 +2,7 @@
 //! axum server, spoken to over a raw HTTP/1.1 client on a real socket.
 
 use mosaic::{Ctx, Error, RetrievalProfile};
-use mosaic_integration_tests::{ctx, TestDb};
+use mosaic_integration_tests::{ctx, principal_of, TestDb};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -172,19 +172,6 @@ fn dechunk(mut rest: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&rest[..size]);
         rest = &rest[size + 2..];
     }
-}
-
-async fn principal_of(db: &TestDb, event: &str) -> String {
-    let id = uuid::Uuid::parse_str(event).expect("search_event_id is a uuid");
-    db.owner()
-        .await
-        .query_one(
-            "SELECT principal FROM receipts.search_events WHERE search_event_id = $1",
-            &[&id],
-        )
-        .await
-        .expect("the event was recorded")
-        .get(0)
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@
 //! (`target/debug/<name>`).
 
 use mosaic_integration_tests::aws_stub::{AwsStub, StubReply, StubRequest};
-use mosaic_integration_tests::TestDb;
+use mosaic_integration_tests::{principal_of, TestDb};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -603,19 +603,6 @@ async fn receipt_of(db: &TestDb, answer: &Value) -> (String, String, String) {
         .await
         .expect("receipt");
     (row.get(0), row.get(1), row.get(2))
-}
-
-async fn principal_of(db: &TestDb, event: &str) -> String {
-    let id = uuid::Uuid::parse_str(event).unwrap();
-    db.owner()
-        .await
-        .query_one(
-            "SELECT principal FROM receipts.search_events WHERE search_event_id = $1",
-            &[&id],
-        )
-        .await
-        .expect("receipt")
-        .get(0)
 }
 
 // ------------------------------------------------------------------- tests

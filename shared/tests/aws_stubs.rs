@@ -853,14 +853,7 @@ async fn the_rds_connection_is_verified_tls_and_heals_a_rotated_password() {
 
     // A login that stays wrong is not fetched again on every attempt.
     let stuck = Stub::start(local_secret(&["wrong-1", "wrong-2", "wrong-3"])).await;
-    let settings_stuck = rds_settings(&[
-        (
-            "MOSAIC_DB_SECRET_ARN",
-            "arn:aws:secretsmanager:us-west-2:1:secret:db".into(),
-        ),
-        ("MOSAIC_DB_CA_FILE", local_test_ca()),
-    ]);
-    let refused = rds::connector(&settings_stuck, &sdk(&stuck).await, policy(2_000))
+    let refused = rds::connector(&settings, &sdk(&stuck).await, policy(2_000))
         .await
         .unwrap();
     let refused =

@@ -302,3 +302,17 @@ pub mod rerankers {
         }
     }
 }
+
+/// The principal the receipt of search event `event` is bound to.
+pub async fn principal_of(db: &TestDb, event: &str) -> String {
+    let id = uuid::Uuid::parse_str(event).expect("search_event_id is a uuid");
+    db.owner()
+        .await
+        .query_one(
+            "SELECT principal FROM receipts.search_events WHERE search_event_id = $1",
+            &[&id],
+        )
+        .await
+        .expect("the event was recorded")
+        .get(0)
+}
