@@ -347,6 +347,8 @@ ALTER ROLE $RUNTIME_USER LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$RU
 CREATE EXTENSION IF NOT EXISTS vector;
 ALTER EXTENSION vector UPDATE;
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+ALTER FUNCTION word_similarity_op(text, text) COST 100;
+ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT 'CREATE DATABASE $DB OWNER $OWNER_USER' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$DB')
 \\gexec
@@ -354,6 +356,8 @@ SELECT 'CREATE DATABASE $DB OWNER $OWNER_USER' WHERE NOT EXISTS (SELECT 1 FROM p
 CREATE EXTENSION IF NOT EXISTS vector;
 ALTER EXTENSION vector UPDATE;
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+ALTER FUNCTION word_similarity_op(text, text) COST 100;
+ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT 'pgvector ' || (SELECT extversion FROM pg_extension WHERE extname = 'vector')
     || ', pg_trgm ' || (SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm');

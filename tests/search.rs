@@ -876,3 +876,111 @@ async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
         .unwrap();
     assert_eq!(domain_indexes(&c).await.len(), domains.len() - 1);
 }
+
+/// The served results with their scores, for comparing two runs.
+fn served(resp: &SearchResponse) -> Vec<(String, Option<f64>, i32)> {
+    resp.results
+        .iter()
+        .map(|r| (r.product_id.clone(), r.score, r.signals.pre_rerank_rank))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_arms_answer_the_same_on_one_connection_or_three() {
+    let db = TestDb::with_sample("arm_lanes").await;
+    let one = ctx(
+        &db,
+        RetrievalProfile {
+            arm_connections: 1,
+            ..Default::default()
+        },
+    );
+    let three = ctx(&db, RetrievalProfile::default());
+    // A one-connection pool (a Lambda container) has no spare connection.
+    let lambda = Ctx::from_url(&db.runtime_url(), 1, RetrievalProfile::default())
+        .unwrap()
+        .with_embedder(three.embedder.clone().unwrap());
+    let owner = db.owner().await;
+    let bodies = [
+        json!({"query": "wireless headphones", "include_diagnostics": true}),
+        json!({"query": "quiet dishwasher", "filters": {"max_price_cents": 60000},
+               "include_diagnostics": true}),
+        json!({"query": "runing shoes", "filters": {"in_stock_only": true},
+               "include_diagnostics": true, "limit": 20}),
+        json!({"query": "espresso machine -manual", "include_diagnostics": true}),
+    ];
+    for body in bodies {
+        let a = run(&one, body.clone()).await.unwrap();
+        let b = run(&three, body.clone()).await.unwrap();
+        let c = run(&lambda, body.clone()).await.unwrap();
+        assert!(!a.results.is_empty(), "{body}");
+        assert_eq!(served(&a), served(&b), "{body}");
+        assert_eq!(served(&a), served(&c), "{body}");
+        let lanes = |r: &SearchResponse| {
+            let d = r.diagnostics.as_ref().unwrap();
+            ["lexical", "trigram", "semantic"].map(|arm| d.arms[arm].connection)
+        };
+        assert_eq!(lanes(&a), [Some(0); 3], "{body}");
+        assert_eq!(lanes(&b), [Some(0), Some(1), Some(2)], "{body}");
+        assert_eq!(lanes(&c), [Some(0); 3], "{body}");
+        // The receipt says which connection ran each arm.
+        let stored: Vec<i64> = owner
+            .query_one(
+                "SELECT ARRAY[(arms->'lexical'->>'connection')::bigint,
+                              (arms->'trigram'->>'connection')::bigint,
+                              (arms->'semantic'->>'connection')::bigint]
+                 FROM receipts.search_events WHERE search_event_id = $1",
+                &[&b.search_event_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(stored, vec![0, 1, 2]);
+    }
+}
+
+#[tokio::test]
+async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
+    // PostgreSQL orders one scan's conditions by declared cost; migration
+    // 0007 (and scripts/db.sh, as the extension's owner) declare pg_trgm's
+    // word similarity costly, so no ineligible row pays for it. A sequential
+    // scan puts every condition in one filter, in evaluation order.
+    let db = TestDb::with_sample("trigram_order").await;
+    let mut c = db.owner().await;
+    let tx = c.transaction().await.unwrap();
+    tx.batch_execute(
+        "SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+         SET LOCAL max_parallel_workers_per_gather = 0",
+    )
+    .await
+    .unwrap();
+    let filters = Filters {
+        domain: Some("electronics".into()),
+        in_stock_only: true,
+        max_price_cents: Some(50_000),
+        ..Default::default()
+    };
+    let elig = Eligibility::new(&filters);
+    let (q, budget, limit) = ("wireless headphones".to_string(), 1000i64, 80i64);
+    let plan = mosaic_integration_tests::texts(
+        &tx,
+        &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
+        &elig.params(&[&q, &budget, &limit]),
+    )
+    .await
+    .join("\n");
+    let filter = plan
+        .lines()
+        .find(|l| l.contains("Filter:") && l.contains("<%"))
+        .unwrap_or_else(|| panic!("no trigram filter in\n{plan}"));
+    for condition in ["domain =", "in_stock", "price_cents <="] {
+        let at = filter
+            .find(condition)
+            .unwrap_or_else(|| panic!("{condition}: {filter}"));
+        assert!(
+            at < filter.find("<%").unwrap(),
+            "{condition} after <%: {filter}"
+        );
+    }
+    tx.rollback().await.unwrap();
+}

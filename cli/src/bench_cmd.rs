@@ -1,12 +1,14 @@
 //! `mosaic bench`: latency per stage, the service against its own SQL
 //! ("floor"), semantic completeness and recall, and HTTP throughput, on
-//! dedicated databases `mosaic_bench_<size>` holding the sample catalog
-//! embedded with the hashing embedder (not a language model).
+//! dedicated databases holding the sample catalog: `mosaic_bench_<size>`
+//! embedded with the hashing embedder (not a language model, fast enough for
+//! any size), or `mosaic_bench_<size>_minilm` embedded with the local model
+//! (`--embedder local`, about 30 products/s on two cores).
 
 use anyhow::{Context, Result};
 use clap::Args;
 use mosaic::bench::{self, BenchQuery, ShapeBuilder, Summary, SHAPES};
-use mosaic::embed::HashingEmbedder;
+use mosaic::embed::Embedder;
 use mosaic::search::arms::{Eligibility, Verdict};
 use mosaic::search::{SearchRequest, Shape};
 use mosaic::{db, Ctx, Principal, RetrievalProfile};
@@ -22,6 +24,8 @@ const STAGES: [&str; 10] = [
     "embed", "lexical", "trigram", "semantic", "arms", "fusion", "hydrate", "rerank", "receipt",
     "total",
 ];
+/// Stages broken down by query kind (model number, typo, ...).
+const KIND_STAGES: [&str; 4] = ["lexical", "trigram", "semantic", "total"];
 const DIM: usize = 384;
 const CATALOG_SEED: u64 = 42;
 const QUERY_SEED: u64 = 7;
@@ -49,6 +53,11 @@ pub struct BenchArgs {
     /// lexical_scan_budget (direct arm calls, 2-3 values each).
     #[arg(long)]
     sweep: bool,
+    /// Embeddings of the catalog and the queries: `hashing` (feature
+    /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
+    /// query embedding runs inside the search and shows in `embed`).
+    #[arg(long, default_value = "hashing", value_parser = ["hashing", "local"])]
+    embedder: String,
     /// Write the raw numbers as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -76,9 +85,14 @@ fn with_db(url: &str, name: &str) -> Result<String> {
 
 pub async fn run(args: BenchArgs) -> Result<()> {
     let profile = RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
+    let embedder = crate::embedder::EmbedderArgs {
+        kind: args.embedder.clone(),
+        embedding_dim: DIM,
+    }
+    .build()?;
     let mut out = Vec::new();
     for &size in &args.sizes {
-        out.push(bench_size(&args, size, &profile).await?);
+        out.push(bench_size(&args, size, &profile, embedder.clone()).await?);
     }
     if let Some(path) = &args.json {
         let v = json!({ "profile": profile.snapshot(), "runs": out });
@@ -89,9 +103,28 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Creates or reuses `mosaic_bench_<size>`; returns the owner and runtime URLs.
-async fn prepare(args: &BenchArgs, size: u64) -> Result<(String, String, Value)> {
-    let name = format!("mosaic_bench_{size}");
+/// What the bench says about its embedder in headings and JSON.
+fn describe(embedder: &dyn Embedder) -> String {
+    match embedder.model_id().starts_with("hashing") {
+        true => format!(
+            "{} (feature hashing, NOT a language model)",
+            embedder.model_id()
+        ),
+        false => format!("{} (language model)", embedder.model_id()),
+    }
+}
+
+/// Creates or reuses the size's bench database; returns the owner and
+/// runtime URLs.
+async fn prepare(
+    args: &BenchArgs,
+    size: u64,
+    embedder: &dyn Embedder,
+) -> Result<(String, String, Value)> {
+    let name = match args.embedder.as_str() {
+        "local" => format!("mosaic_bench_{size}_minilm"),
+        _ => format!("mosaic_bench_{size}"),
+    };
     let admin = db::connect_plain(&args.database_url)
         .await
         .context("cannot connect as the owner role; start the database (`mosaic db start`)")?;
@@ -108,9 +141,13 @@ async fn prepare(args: &BenchArgs, size: u64) -> Result<(String, String, Value)>
     let owner_url = with_db(&args.database_url, &name)?;
     let runtime_url = with_db(&args.runtime_url, &name)?;
     let mut client = db::connect_plain(&owner_url).await?;
-    db::migrate(&mut client, &db::MigrateOptions::default()).await?;
-    let embedder = HashingEmbedder::new(DIM);
-    let model = mosaic::embed::Embedder::model_id(&embedder).to_string();
+    for w in db::migrate(&mut client, &db::MigrateOptions::default())
+        .await?
+        .warnings
+    {
+        eprintln!("migrations: warning: {w}");
+    }
+    let model = embedder.model_id().to_string();
     let products: i64 = client
         .query_one("SELECT count(*) FROM catalog.products", &[])
         .await?
@@ -137,9 +174,16 @@ async fn prepare(args: &BenchArgs, size: u64) -> Result<(String, String, Value)>
         .await?
         .get(0);
     if embedded != size as i64 {
-        eprintln!("embedding {name} with {model} (feature hashing, not a language model)");
-        let r =
-            mosaic::embed_job::embed_pending(&client, &embedder, 256, 2, &mut |_, _, _| {}).await?;
+        eprintln!("embedding {name} with {}", describe(embedder));
+        let mut last = Instant::now();
+        let mut progress = |done: u64, total: i64, secs: f64| {
+            if last.elapsed().as_secs() >= 30 {
+                let rate = done as f64 / secs.max(1e-9);
+                eprintln!("  embedded {done}/{total} ({rate:.0}/s)");
+                last = Instant::now();
+            }
+        };
+        let r = mosaic::embed_job::embed_pending(&client, embedder, 256, 2, &mut progress).await?;
         prep["embed_seconds"] = json!(r.seconds);
         dirty = true;
     }
@@ -160,6 +204,8 @@ async fn prepare(args: &BenchArgs, size: u64) -> Result<(String, String, Value)>
 #[derive(Default)]
 struct ShapeStats {
     stages: BTreeMap<&'static str, Vec<f64>>,
+    /// Query kind -> stage -> values, for the stages in [`KIND_STAGES`].
+    by_kind: BTreeMap<&'static str, BTreeMap<&'static str, Vec<f64>>>,
     floor: Vec<f64>,
     floor_arm_sum: Vec<f64>,
     routes: BTreeMap<String, usize>,
@@ -196,19 +242,24 @@ fn body(q: &BenchQuery, f: &mosaic::search::Filters) -> Value {
            "include_diagnostics": true})
 }
 
-async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> Result<Value> {
+async fn bench_size(
+    args: &BenchArgs,
+    size: u64,
+    profile: &RetrievalProfile,
+    embedder: Arc<dyn Embedder>,
+) -> Result<Value> {
     println!(
-        "\n=== catalog {size} products (hashing embedder, {DIM} dims: NOT a language model) ==="
+        "\n=== catalog {size} products, embedder {} ===",
+        describe(&*embedder)
     );
-    let (owner_url, runtime_url, prep) = prepare(args, size).await?;
+    let (owner_url, runtime_url, prep) = prepare(args, size, &*embedder).await?;
     let owner = db::connect_plain(&owner_url).await?;
     let mut direct_client = db::connect_plain(&runtime_url).await?;
     let shapes = ShapeBuilder::new(&owner).await?;
     let queries = bench::queries(CATALOG_SEED, size, args.queries, QUERY_SEED);
-    let embedder = HashingEmbedder::new(DIM);
     let ctx = Ctx::from_url(&runtime_url, 8, profile.clone())
         .map_err(anyhow::Error::msg)?
-        .with_embedder(Arc::new(HashingEmbedder::new(DIM)));
+        .with_embedder(embedder.clone());
     let principal = Principal("bench".into());
 
     // Warm-up (not measured): caches, connections, prepared statements.
@@ -230,11 +281,13 @@ async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> 
             let text = req.normalized_query.clone().unwrap_or_default();
             let resp = mosaic::search::search(&ctx, &principal, req.clone()).await?;
             let d = resp.diagnostics.context("diagnostics were requested")?;
+            let timing = |stage: &str| d.timings_ms.get(stage).copied().unwrap_or(0.0);
             for stage in STAGES {
-                st.stages
-                    .entry(stage)
-                    .or_default()
-                    .push(d.timings_ms.get(stage).copied().unwrap_or(0.0));
+                st.stages.entry(stage).or_default().push(timing(stage));
+            }
+            let kind = st.by_kind.entry(q.kind).or_default();
+            for stage in KIND_STAGES {
+                kind.entry(stage).or_default().push(timing(stage));
             }
             *st.strategies.entry(d.strategy.as_str().into()).or_default() += 1;
             let sem = &d.arms["semantic"];
@@ -253,7 +306,7 @@ async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> 
 
             // The floor: the same arm SQL, one connection, back to back.
             let elig = Eligibility::with_query(&req.filters, Some(&text));
-            let v = bench::query_vector(&embedder, &text);
+            let v = bench::query_vector(&*embedder, &text).await?;
             let run = bench::direct(&mut direct_client, &elig, &text, &v, profile).await?;
             st.floor.push(run.floor_ms);
             st.floor_arm_sum
@@ -287,10 +340,12 @@ async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> 
     }
 
     print_stage_tables(&stats);
+    print_kind_table(&stats);
     print_summary(&stats, profile, shapes.total());
 
     let sweep = if args.sweep {
-        Some(sweep(args, &mut direct_client, &shapes, &queries, &truth, profile).await?)
+        let client = &mut direct_client;
+        Some(sweep(args, client, &*embedder, &shapes, &queries, &truth, profile).await?)
     } else {
         None
     };
@@ -303,12 +358,18 @@ async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> 
     let mut shapes_json = serde_json::Map::new();
     for (shape, st) in &stats {
         let stages: BTreeMap<&str, Summary> = st.stages.iter().map(|(k, v)| (*k, s(v))).collect();
+        let by_kind: BTreeMap<&str, BTreeMap<&str, Summary>> = st
+            .by_kind
+            .iter()
+            .map(|(kind, v)| (*kind, v.iter().map(|(k, x)| (*k, s(x))).collect()))
+            .collect();
         let total = s(&st.stages["total"]);
         let floor = s(&st.floor);
         shapes_json.insert(
             shape.to_string(),
             json!({
                 "stages_ms": stages,
+                "by_query_kind_ms": by_kind,
                 "floor_ms": floor,
                 "floor_arm_sum_ms": s(&st.floor_arm_sum),
                 "service_over_floor_p50": total.p50 / floor.p50,
@@ -333,7 +394,7 @@ async fn bench_size(args: &BenchArgs, size: u64, profile: &RetrievalProfile) -> 
     }
     Ok(json!({
         "size": size,
-        "embedder": format!("hashing-v1/{DIM} (feature hashing, not a language model)"),
+        "embedder": describe(&*embedder),
         "reranker": "none (local reranker off; no Bedrock)",
         "queries_per_shape": queries.len(),
         "recall_queries_per_shape": args.recall_queries.min(queries.len()),
@@ -364,6 +425,27 @@ fn print_stage_tables(stats: &BTreeMap<&'static str, ShapeStats>) {
             "{:<16} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
             shape, "FLOOR", x.p50, x.p95, x.p99, x.mean
         );
+    }
+}
+
+/// p50/p95 of the arms and the total per filter shape and query kind: which
+/// kind of query sets the tail.
+fn print_kind_table(stats: &BTreeMap<&'static str, ShapeStats>) {
+    println!("\nlatency by query kind, ms p50/p95 (service, in-process, warm)");
+    print!("{:<16} {:<15}", "shape", "kind");
+    for stage in KIND_STAGES {
+        print!(" {:>15}", stage);
+    }
+    println!();
+    for shape in SHAPES {
+        for (kind, stages) in &stats[shape].by_kind {
+            print!("{shape:<16} {kind:<15}");
+            for stage in KIND_STAGES {
+                let x = s(&stages[stage]);
+                print!(" {:>15}", format!("{:.1}/{:.1}", x.p50, x.p95));
+            }
+            println!();
+        }
     }
 }
 
@@ -409,12 +491,12 @@ fn print_summary(stats: &BTreeMap<&'static str, ShapeStats>, profile: &Retrieval
 async fn sweep(
     args: &BenchArgs,
     client: &mut tokio_postgres::Client,
+    embedder: &dyn Embedder,
     shapes: &ShapeBuilder,
     queries: &[BenchQuery],
     truth: &HashMap<(usize, usize), Vec<String>>,
     base: &RetrievalProfile,
 ) -> Result<Value> {
-    let embedder = HashingEmbedder::new(DIM);
     let n = args.recall_queries.min(queries.len());
     let mut rows = Vec::new();
     println!("\nsweep (direct arm calls; semantic over {n} queries/shape, lexical over {} queries/shape)", queries.len());
@@ -475,7 +557,7 @@ async fn sweep(
                     let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, p)?;
                     let text = req.normalized_query.clone().unwrap_or_default();
                     let elig = Eligibility::with_query(&req.filters, Some(&text));
-                    let v = bench::query_vector(&embedder, &text);
+                    let v = bench::query_vector(embedder, &text).await?;
                     let r = bench::semantic_only(client, &elig, &v, p).await?;
                     ms.push(r.ms);
                     if let Some(t) = truth.get(&(si, qi)) {

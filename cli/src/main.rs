@@ -329,6 +329,9 @@ async fn main() -> Result<()> {
                     println!("migrations: applied {name}");
                 }
             }
+            for w in &report.warnings {
+                eprintln!("migrations: warning: {w}");
+            }
         }
         Command::Load {
             db: d,

@@ -6,7 +6,7 @@
 //! measured against the cost of its own SQL.
 
 use crate::catalog::generator::Generator;
-use crate::embed::HashingEmbedder;
+use crate::embed::{EmbedError, EmbedKind, Embedder};
 use crate::profile::RetrievalProfile;
 use crate::search::arms::{self, ArmResult, Eligibility};
 use crate::search::Filters;
@@ -233,9 +233,15 @@ pub fn filters_json(f: &Filters) -> serde_json::Value {
     serde_json::to_value(f).unwrap_or_default()
 }
 
-/// The query vector the service would compute (hashing embedder only).
-pub fn query_vector(embedder: &HashingEmbedder, query: &str) -> Vector {
-    Vector::from(embedder.embed_one(query))
+/// The query vector the service would compute with `embedder`.
+pub async fn query_vector(embedder: &dyn Embedder, query: &str) -> Result<Vector, EmbedError> {
+    let mut v = embedder
+        .embed(&[query.to_string()], EmbedKind::Query)
+        .await?;
+    match v.pop() {
+        Some(v) => Ok(Vector::from(v)),
+        None => Err(EmbedError::Failed("the embedder returned no vector".into())),
+    }
 }
 
 /// One direct run of the arm set: what the service's SQL costs on its own.

@@ -41,7 +41,13 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(4, "0004_receipts.sql"),
     migration!(5, "0005_runtime_role.sql"),
     migration!(6, "0006_domain_indexes.sql"),
+    migration!(7, "0007_trigram_planning.sql"),
 ];
+
+/// The statements that give pg_trgm's word-similarity operators the cost
+/// migration 0007 wants; only the extension's owner may run them.
+pub const TRIGRAM_COST_SQL: &str = "ALTER FUNCTION word_similarity_op(text, text) COST 100; \
+ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;";
 
 /// Parameters substituted into the migrations.
 #[derive(Debug, Clone)]
@@ -66,6 +72,9 @@ impl Default for MigrateOptions {
 pub struct MigrateReport {
     pub applied: Vec<String>,
     pub already_applied: usize,
+    /// What the database still lacks for full speed (never for correctness),
+    /// with what to run.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -198,6 +207,20 @@ pub async fn migrate(
         &[&opts.embedding_dim.to_string()],
     )
     .await?;
+    let cost: Option<f32> = tx
+        .query_opt(
+            "SELECT procost FROM pg_proc WHERE oid = to_regprocedure('word_similarity_op(text, text)')",
+            &[],
+        )
+        .await?
+        .map(|r| r.get(0));
+    if cost.is_some_and(|c| c < 100.0) {
+        report.warnings.push(format!(
+            "pg_trgm's word-similarity operators still have cost {}; filtered trigram searches \
+             compute similarity before the filters. Run as the extension owner: {TRIGRAM_COST_SQL}",
+            cost.unwrap_or_default()
+        ));
+    }
     tx.commit().await?;
     Ok(report)
 }

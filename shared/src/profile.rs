@@ -54,6 +54,12 @@ pub struct RetrievalProfile {
     pub embed_deadline_ms: u64,
     /// Longest accepted query, in characters.
     pub max_query_chars: usize,
+    /// Database connections one search may run its arms on (1..=3). The
+    /// search's own connection is always one of them; the others are taken
+    /// from the pool only when it can hand them over without waiting, so a
+    /// one-connection pool (a Lambda container) or a busy server runs every
+    /// arm on the search's connection, pipelined in one transaction.
+    pub arm_connections: usize,
     /// Default number of results.
     pub default_limit: i64,
 }
@@ -101,6 +107,9 @@ impl Default for RetrievalProfile {
             embed_deadline_ms: 2_000,
             max_query_chars: 1_000,
             default_limit: 10,
+            // mosaic bench, 100k products: three connections overlap the arms on two cores; see
+            // BENCHMARKS.md for the p95 with one and with three.
+            arm_connections: 3,
         }
     }
 }
@@ -154,7 +163,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 15] = [
+        let checks: [(bool, &str); 16] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -213,6 +222,10 @@ impl RetrievalProfile {
             (
                 (1..=50).contains(&self.default_limit),
                 "default_limit must be 1..50",
+            ),
+            (
+                (1..=3).contains(&self.arm_connections),
+                "arm_connections must be 1..3",
             ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {

@@ -316,3 +316,17 @@ pub async fn principal_of(db: &TestDb, event: &str) -> String {
         .expect("the event was recorded")
         .get(0)
 }
+
+/// The first column of every row of `sql`, as text (EXPLAIN lines, names).
+pub async fn texts<C: tokio_postgres::GenericClient>(
+    c: &C,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Vec<String> {
+    c.query(sql, params)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}

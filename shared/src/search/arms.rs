@@ -47,6 +47,10 @@ pub struct ArmResult {
     pub mode: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eligible_estimate: Option<i64>,
+    /// The lane (0 = the search's own connection) the arm ran on; see
+    /// [`super::lanes`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection: Option<usize>,
     pub ms: f64,
 }
 
@@ -59,6 +63,7 @@ impl ArmResult {
             verdict: Verdict::Skipped,
             mode: Some(why.to_string()),
             eligible_estimate: None,
+            connection: None,
             ms: 0.0,
         }
     }
@@ -77,6 +82,7 @@ impl ArmResult {
             verdict,
             mode,
             eligible_estimate: None,
+            connection: None,
             ms,
         }
     }

@@ -8,7 +8,9 @@
 //!    query: deterministic order, null scores), `exact_identifier` (the query
 //!    is an eligible product's SKU or model: pinned first) or `hybrid`;
 //! 3. the query is embedded while the lexical and trigram arms run; if
-//!    embedding fails the semantic arm is skipped with a warning;
+//!    embedding fails the semantic arm is skipped with a warning; the arms
+//!    run on up to three connections at once when the pool has them idle
+//!    ([`lanes`]);
 //! 4. the semantic arm routes on selectivity (exact scan or HNSW);
 //! 5. the arms are fused with unweighted RRF into a bounded pool;
 //! 6. the pool is reranked under a deadline (fused order on failure);
@@ -18,6 +20,7 @@
 
 pub mod arms;
 pub mod fusion;
+mod lanes;
 mod receipt;
 pub mod request;
 
@@ -344,47 +347,20 @@ pub async fn search_variant(
             // Negated terms are enforced by the eligibility predicate; the
             // similarity-based stages see only what the caller wants.
             let positive = without_negations(q);
-            let t_arms = Instant::now();
-            let tx = client.build_transaction().read_only(true).start().await?;
-            arms::apply_settings(&tx, profile).await?;
-            let t_embed = Instant::now();
-            let embed = async {
-                let r = embed_query(ctx, &positive).await;
-                (r, ms(t_embed))
-            };
-            let lexical_arms = async {
-                tokio::try_join!(
-                    arms::exact_identifier(&tx, &elig, q),
-                    async {
-                        match variant.arms[0] {
-                            true => arms::lexical(&tx, &elig, &positive, profile).await,
-                            false => Ok(ArmResult::skipped(profile.lexical_limit, "disabled")),
-                        }
-                    },
-                    async {
-                        match variant.arms[1] {
-                            true => arms::trigram(&tx, &elig, &positive, profile).await,
-                            false => Ok(ArmResult::skipped(profile.trigram_limit, "disabled")),
-                        }
-                    },
-                )
-            };
-            let ((vector, embed_ms), lexical_out) = tokio::join!(embed, lexical_arms);
-            let (exact_ids, lexical, trigram) = lexical_out?;
-            timings.insert("embed", embed_ms);
-            let semantic = match vector {
-                _ if !variant.arms[2] => ArmResult::skipped(profile.semantic_limit, "disabled"),
-                Ok(v) => arms::semantic(&tx, &elig, &v, profile).await?,
-                Err(warning) => {
-                    warnings.push(warning);
-                    ArmResult::skipped(profile.semantic_limit, "no_query_vector")
-                }
-            };
-            tx.commit().await?;
+            let out = lanes::run_arms(ctx, client, variant, &elig, q, &positive).await?;
+            let lanes::ArmsOutcome {
+                exact_ids,
+                lexical,
+                trigram,
+                semantic,
+                ..
+            } = out;
+            warnings.extend(out.warning);
+            timings.insert("embed", out.embed_ms);
             timings.insert("lexical", lexical.ms);
             timings.insert("trigram", trigram.ms);
             timings.insert("semantic", semantic.ms);
-            timings.insert("arms", ms(t_arms));
+            timings.insert("arms", out.arms_ms);
 
             let t = Instant::now();
             let lists = [

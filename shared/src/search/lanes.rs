@@ -1,0 +1,162 @@
+//! Running the three arms of a hybrid search, on one connection or several.
+//!
+//! Every arm is a single SQL statement with the whole eligibility predicate
+//! inside it, run in a read-only transaction that carries the arms' `SET
+//! LOCAL` settings. On one connection the statements are pipelined but
+//! PostgreSQL still executes them one after another, so the search costs the
+//! sum of its arms. When the pool has idle connections, each arm gets a lane
+//! of its own (its own connection and transaction) and the database runs the
+//! arms at the same time; the search then costs roughly its slowest arm.
+//!
+//! Extra lanes are only taken when the pool can hand them over without
+//! waiting: a one-connection pool (one connection per Lambda container) or a
+//! busy server runs every arm on the search's own connection, exactly as
+//! before. The transactions are READ COMMITTED, so each statement has its
+//! own snapshot whether the arms share a connection or not. The lane each arm
+//! ran on is recorded in its [`ArmResult::connection`].
+
+use super::arms::{self, ArmResult, Eligibility};
+use super::fusion::Arm;
+use super::{embed_query, ms, Variant};
+use crate::context::Ctx;
+use crate::error::Error;
+use deadpool_postgres::{Object, Pool, Timeouts};
+use futures_util::future::try_join_all;
+use std::time::{Duration, Instant};
+
+/// What the arms of one hybrid search produced.
+pub(crate) struct ArmsOutcome {
+    pub exact_ids: Vec<String>,
+    pub lexical: ArmResult,
+    pub trigram: ArmResult,
+    pub semantic: ArmResult,
+    pub embed_ms: f64,
+    pub arms_ms: f64,
+    /// Set when the semantic arm could not run (no query vector).
+    pub warning: Option<String>,
+}
+
+/// The lane (index into the search's connections) an arm runs on. The
+/// exact-identifier lookup rides with the lexical arm. With two lanes the
+/// semantic arm shares the lexical arm's: the trigram arm is the costliest.
+pub(crate) fn lane_of(arm: Arm, lanes: usize) -> usize {
+    (arm as usize) % lanes.max(1)
+}
+
+/// Up to `wanted` more connections, only as far as the pool has them idle or
+/// may open them with nobody waiting; never waits, and a failure to get one
+/// only means fewer lanes.
+async fn spare_connections(pool: &Pool, wanted: usize) -> Vec<Object> {
+    let mut spare = Vec::with_capacity(wanted);
+    let now = Timeouts {
+        wait: Some(Duration::ZERO),
+        ..pool.timeouts()
+    };
+    while spare.len() < wanted {
+        let s = pool.status();
+        let free = s.available > 0 || (s.size < s.max_size && s.waiting == 0);
+        if !free {
+            break;
+        }
+        match pool.timeout_get(&now).await {
+            Ok(conn) => spare.push(conn),
+            Err(_) => break,
+        }
+    }
+    spare
+}
+
+/// Runs the exact-identifier lookup and the three arms (those `variant`
+/// enables) for query `q`; `positive` is `q` without its negated terms. The
+/// query is embedded while the lexical arms run, and the semantic arm starts
+/// as soon as the vector exists.
+pub(crate) async fn run_arms(
+    ctx: &Ctx,
+    own: &mut tokio_postgres::Client,
+    variant: &Variant,
+    elig: &Eligibility,
+    q: &str,
+    positive: &str,
+) -> Result<ArmsOutcome, Error> {
+    let profile = &ctx.profile;
+    let started = Instant::now();
+    let mut spare = spare_connections(&ctx.pool, profile.arm_connections.saturating_sub(1)).await;
+    let mut clients: Vec<&mut tokio_postgres::Client> = vec![own];
+    clients.extend(spare.iter_mut().map(|c| &mut ***c));
+    let lanes = try_join_all(clients.into_iter().map(|c| async move {
+        let tx = c.build_transaction().read_only(true).start().await?;
+        arms::apply_settings(&tx, profile).await?;
+        Ok::<_, tokio_postgres::Error>(tx)
+    }))
+    .await?;
+    let lane = |arm: Arm| &lanes[lane_of(arm, lanes.len())];
+
+    let lexical_side = async {
+        tokio::try_join!(arms::exact_identifier(lane(Arm::Lexical), elig, q), async {
+            match variant.arms[Arm::Lexical as usize] {
+                true => arms::lexical(lane(Arm::Lexical), elig, positive, profile).await,
+                false => Ok(ArmResult::skipped(profile.lexical_limit, "disabled")),
+            }
+        },)
+    };
+    let trigram_side = async {
+        match variant.arms[Arm::Trigram as usize] {
+            true => arms::trigram(lane(Arm::Trigram), elig, positive, profile).await,
+            false => Ok(ArmResult::skipped(profile.trigram_limit, "disabled")),
+        }
+    };
+    let semantic_side = async {
+        let t = Instant::now();
+        if !variant.arms[Arm::Semantic as usize] {
+            let skipped = ArmResult::skipped(profile.semantic_limit, "disabled");
+            return Ok::<_, tokio_postgres::Error>((skipped, 0.0, None));
+        }
+        match embed_query(ctx, positive).await {
+            Ok(v) => {
+                let embed_ms = ms(t);
+                let arm = arms::semantic(lane(Arm::Semantic), elig, &v, profile).await?;
+                Ok((arm, embed_ms, None))
+            }
+            Err(warning) => {
+                let skipped = ArmResult::skipped(profile.semantic_limit, "no_query_vector");
+                Ok((skipped, ms(t), Some(warning)))
+            }
+        }
+    };
+    let (lexical_out, trigram, semantic_out) =
+        tokio::try_join!(lexical_side, trigram_side, semantic_side)?;
+    let ((exact_ids, mut lexical), mut trigram, (mut semantic, embed_ms, warning)) =
+        (lexical_out, trigram, semantic_out);
+    let n = lanes.len();
+    try_join_all(lanes.into_iter().map(|tx| tx.commit())).await?;
+    drop(spare);
+    for (arm, result) in [
+        (Arm::Lexical, &mut lexical),
+        (Arm::Trigram, &mut trigram),
+        (Arm::Semantic, &mut semantic),
+    ] {
+        result.connection = Some(lane_of(arm, n));
+    }
+    Ok(ArmsOutcome {
+        exact_ids,
+        lexical,
+        trigram,
+        semantic,
+        embed_ms,
+        arms_ms: ms(started),
+        warning,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arms_share_lanes_round_robin() {
+        let lanes = |n| Arm::ALL.map(|a| lane_of(a, n));
+        assert_eq!(lanes(1), [0, 0, 0]);
+        assert_eq!(lanes(2), [0, 1, 0]);
+        assert_eq!(lanes(3), [0, 1, 2]);
+    }
+}
