@@ -984,3 +984,64 @@ async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
     }
     tx.rollback().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_long_query_whose_floor_is_budget_cut_still_finds_its_closest_match() {
+    // A long query starts the trigram arm at its floor. When that step meets
+    // its scan budget it has scored matches in physical order only, so the
+    // stricter steps must still find the closest match: here the product
+    // stored last, which a budget-cut floor never reaches.
+    let db = TestDb::with_sample("trigram_floor_first").await;
+    let mut c = db.runtime().await;
+    let (id, identity): (String, String) = {
+        let r = c
+            .query_one(
+                "SELECT product_id, identity_text FROM search.product_projection
+                 ORDER BY ctid DESC LIMIT 1",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    let q: String = identity
+        .split_whitespace()
+        .take(6)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let profile = RetrievalProfile {
+        trigram_limit: 10,
+        trigram_enough: 10,
+        trigram_scan_budget: 10,
+        ..Default::default()
+    };
+    assert!(q.split_whitespace().count() as i64 >= profile.trigram_floor_first_words);
+    let floor_only = RetrievalProfile {
+        trigram_strict_threshold: profile.trigram_floor,
+        trigram_middle_threshold: profile.trigram_floor,
+        ..profile.clone()
+    };
+    let elig = Eligibility::new(&Filters::default());
+    let tx = c.transaction().await.unwrap();
+    arms::apply_settings(&tx, &profile).await.unwrap();
+    let alone = arms::trigram(&tx, &elig, &q, &floor_only).await.unwrap();
+    assert_eq!(
+        alone.verdict,
+        Verdict::BudgetCut,
+        "{q}: the floor must be cut"
+    );
+    assert!(
+        alone.candidates.iter().all(|(c, _)| *c != id),
+        "{q}: the premise needs a floor that misses {id}"
+    );
+    let arm = arms::trigram(&tx, &elig, &q, &profile).await.unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(arm.verdict, Verdict::BudgetCut);
+    assert_eq!(
+        arm.candidates.first().map(|(c, _)| c.as_str()),
+        Some(id.as_str()),
+        "{q}"
+    );
+    // The stricter steps ran after the floor.
+    assert_ne!(arm.mode, alone.mode, "{q}");
+}

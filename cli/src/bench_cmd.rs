@@ -49,10 +49,12 @@ pub struct BenchArgs {
     /// Skip the HTTP throughput phase.
     #[arg(long)]
     no_throughput: bool,
-    /// Also sweep hnsw_ef_search, semantic_exact_threshold and
-    /// lexical_scan_budget (direct arm calls, 2-3 values each).
-    #[arg(long)]
-    sweep: bool,
+    /// Also sweep profile values with direct arm calls: `semantic`
+    /// (hnsw_ef_search, semantic_exact_threshold), `lexical`
+    /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
+    /// unbounded cascade); several with commas; alone, all three.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "lexical", "trigram"])]
+    sweep: Option<Vec<String>>,
     /// Embeddings of the catalog and the queries: `hashing` (feature
     /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
     /// query embedding runs inside the search and shows in `embed`).
@@ -343,7 +345,7 @@ async fn bench_size(
     print_kind_table(&stats);
     print_summary(&stats, profile, shapes.total());
 
-    let sweep = if args.sweep {
+    let sweep = if args.sweep.is_some() {
         let client = &mut direct_client;
         Some(sweep(args, client, &*embedder, &shapes, &queries, &truth, profile).await?)
     } else {
@@ -504,6 +506,11 @@ async fn sweep(
         "{:<26} {:>6} {:<16} {:>8} {:>8} {:>8} {:>9}",
         "parameter", "value", "shape", "p50 ms", "p95 ms", "R@10", "cut/short"
     );
+    let wants = |arm: &str| {
+        args.sweep
+            .as_ref()
+            .is_some_and(|a| a.is_empty() || a.iter().any(|x| x == arm))
+    };
     let mut variants: Vec<(&str, i64, RetrievalProfile)> = Vec::new();
     for ef in [40, 100, 200] {
         variants.push((
@@ -535,6 +542,10 @@ async fn sweep(
             },
         ));
     }
+    variants.retain(|(param, _, _)| match *param {
+        "lexical_scan_budget" => wants("lexical"),
+        _ => wants("semantic"),
+    });
     for (param, value, p) in &variants {
         for (si, shape) in SHAPES.iter().enumerate() {
             let (mut ms, mut rec, mut bad) = (Vec::new(), Vec::new(), 0usize);
@@ -590,7 +601,85 @@ async fn sweep(
             );
         }
     }
+    if wants("trigram") {
+        rows.extend(trigram_sweep(client, shapes, queries, base).await?);
+    }
     Ok(Value::Array(rows))
+}
+
+/// The trigram arm's scan budget against an unbounded run of the same
+/// cascade: latency, and how many queries' score lists (the arm's top
+/// `trigram_limit` similarities) differ from the unbounded ones. Ties make
+/// the ids of equal scores arbitrary, so the scores are compared.
+async fn trigram_sweep(
+    client: &mut tokio_postgres::Client,
+    shapes: &ShapeBuilder,
+    queries: &[BenchQuery],
+    base: &RetrievalProfile,
+) -> Result<Vec<Value>> {
+    let unbounded = RetrievalProfile {
+        trigram_scan_budget: 1_000_000,
+        ..base.clone()
+    };
+    let scores = |r: &mosaic::search::arms::ArmResult| -> Vec<i64> {
+        r.candidates
+            .iter()
+            .map(|(_, s)| (s * 1e6).round() as i64)
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for shape in SHAPES {
+        let mut reference = Vec::with_capacity(queries.len());
+        let mut ref_ms = Vec::new();
+        for q in queries {
+            let f = shapes.filters(shape, q);
+            let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, base)?;
+            let text = req.normalized_query.clone().unwrap_or_default();
+            let elig = Eligibility::with_query(&req.filters, Some(&text));
+            let r = bench::trigram_only(client, &elig, &text, &unbounded).await?;
+            ref_ms.push(r.ms);
+            reference.push(scores(&r));
+        }
+        let x = s(&ref_ms);
+        println!(
+            "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8} {:>9}",
+            "trigram_scan_budget", "none", shape, x.p50, x.p95, "-", 0
+        );
+        for budget in [250i64, 500, 1_000] {
+            let p = RetrievalProfile {
+                trigram_scan_budget: budget,
+                ..base.clone()
+            };
+            let (mut ms, mut differ, mut cut) = (Vec::new(), 0usize, 0usize);
+            for (q, want) in queries.iter().zip(&reference) {
+                let f = shapes.filters(shape, q);
+                let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, &p)?;
+                let text = req.normalized_query.clone().unwrap_or_default();
+                let elig = Eligibility::with_query(&req.filters, Some(&text));
+                let r = bench::trigram_only(client, &elig, &text, &p).await?;
+                ms.push(r.ms);
+                differ += usize::from(scores(&r) != *want);
+                cut += usize::from(r.verdict == Verdict::BudgetCut);
+            }
+            let x = s(&ms);
+            println!(
+                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8} {:>9}",
+                "trigram_scan_budget",
+                budget,
+                shape,
+                x.p50,
+                x.p95,
+                format!("{differ} diff"),
+                cut
+            );
+            rows.push(
+                json!({"parameter": "trigram_scan_budget", "value": budget, "shape": shape,
+                             "ms": x, "score_lists_differing_from_unbounded": differ,
+                             "budget_cut": cut, "queries": queries.len()}),
+            );
+        }
+    }
+    Ok(rows)
 }
 
 /// The in-process server on 127.0.0.1:0, driven over HTTP/1.1 by ureq in

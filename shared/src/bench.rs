@@ -315,6 +315,21 @@ pub async fn lexical_only(
     arms::lexical(client, elig, query, profile).await
 }
 
+/// The trigram arm alone, in a read-only transaction with the service's
+/// session settings (its cascade sets its threshold with SET LOCAL).
+pub async fn trigram_only(
+    client: &mut Client,
+    elig: &Eligibility,
+    query: &str,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    let tx = client.build_transaction().read_only(true).start().await?;
+    arms::apply_settings(&tx, profile).await?;
+    let r = arms::trigram(&tx, elig, query, profile).await?;
+    tx.commit().await?;
+    Ok(r)
+}
+
 /// Ground truth: the exact top `k` by cosine distance over every eligible
 /// row (the exact route's SQL, which the HNSW index cannot serve).
 pub async fn exact_top(

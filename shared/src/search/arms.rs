@@ -304,18 +304,65 @@ fn merge_step(merged: &mut Vec<(String, f64)>, step: Vec<(String, f64)>, limit: 
     merged.truncate(limit.max(0) as usize);
 }
 
+/// One step of the trigram arm at word-similarity threshold `th`: its rows
+/// (best first) and whether it met the scan budget.
+async fn trigram_step<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    q: &str,
+    th: f64,
+    profile: &RetrievalProfile,
+) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
+    let (budget, limit) = (profile.trigram_scan_budget, profile.trigram_limit);
+    // One simple-protocol round trip; `th` is a number we format.
+    db.batch_execute(&format!(
+        "SELECT set_config('pg_trgm.word_similarity_threshold', '{th}', true)"
+    ))
+    .await?;
+    let rows = db
+        .query(TRIGRAM_SQL, &elig.params(&[&q, &budget, &limit]))
+        .await?;
+    let matched: i64 = rows.first().map_or(0, |r| r.get(2));
+    // At the budget only the first `budget` matches (in physical order) were
+    // scored: the step returned the limit, but not known to be the best.
+    Ok((
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+        matched >= budget,
+    ))
+}
+
+/// Whether the trigram arm starts at its floor (see [`trigram`]).
+pub fn trigram_floor_first(elig: &Eligibility, query: &str, profile: &RetrievalProfile) -> bool {
+    elig.category_key.is_some()
+        || elig.brand.is_some()
+        || query.split_whitespace().count() as i64 >= profile.trigram_floor_first_words
+}
+
 /// Trigram arm: a threshold cascade. Each step is the full top-`limit`
 /// query (eligibility inside, ORDER BY similarity) at one
-/// `pg_trgm.word_similarity_threshold`, strictest first; the cascade relaxes
-/// to the next threshold only while it holds fewer than `trigram_enough`
-/// candidates. A strict threshold lets the GIN index drop most candidates
-/// before the costly recheck, so a close match (a typo of a brand and model)
-/// is served by a cheap step, and only vague queries pay for the floor.
+/// `pg_trgm.word_similarity_threshold`.
 ///
-/// `mode` is `threshold_<t>`, the threshold that served; the setting is left
-/// at it for the rest of the transaction (no other arm reads it). The
+/// * The cascade runs strictest first and relaxes to the next threshold only
+///   while it holds fewer than `trigram_enough` candidates. A strict
+///   threshold lets the GIN index drop most candidates before the costly
+///   recheck, so a close match (a typo of a brand and model) is served by a
+///   cheap step, and only vague queries pay for the floor.
+/// * Floor first: a query of `trigram_floor_first_words` words or more, or a
+///   request filtered to a category or brand, starts at the floor. Every
+///   step pays a GIN scan over all the query's trigrams, and a long query
+///   (a description) rarely reaches the stricter thresholds (mosaic bench,
+///   100k products: an eight-word description cost 7 + 14 + 18 ms for three
+///   empty steps), while a category or brand slice bounds the floor's
+///   rechecks. When the floor is not budget-cut its answer is complete:
+///   every eligible match at the floor, best first, which is never less
+///   than the cascade would serve. When it is cut (the physical-order budget
+///   may have missed the closest matches), the stricter steps run as in the
+///   cascade and their rows are merged in.
+///
+/// `mode` is `threshold_<t>`, the threshold that served last; the setting is
+/// left at it for the rest of the transaction (no other arm reads it). The
 /// verdict is about that threshold: `exhausted` means fewer eligible matches
-/// at `<t>` than the limit, `budget_cut` that the step met the safety budget
+/// at `<t>` than the limit, `budget_cut` that a step met the safety budget
 /// (`trigram_scan_budget` matches scored, in physical order).
 pub async fn trigram<C: GenericClient>(
     db: &C,
@@ -326,42 +373,36 @@ pub async fn trigram<C: GenericClient>(
     let t = std::time::Instant::now();
     let q = query.to_lowercase();
     let limit = profile.trigram_limit;
-    let budget = profile.trigram_scan_budget;
     let enough = profile.trigram_enough.min(limit).max(1) as usize;
+    let floor = profile.trigram_floor;
     let mut merged: Vec<(String, f64)> = Vec::new();
-    let mut served = profile.trigram_floor;
+    let mut served = floor;
     let mut cut = false;
-    // A category or brand filter bounds the floor's rechecks by the eligible
-    // slice (the planner ANDs its btree bitmap with the GIN one), so each
-    // extra step only adds its fixed index-scan cost: bench at 100k, trigram
-    // arm p50 selective 18 -> 22 ms and very_selective 6.7 -> 15 ms with the
-    // full cascade. Such requests take the floor in one step.
-    let steps = if elig.category_key.is_some() || elig.brand.is_some() {
-        vec![profile.trigram_floor]
+    if trigram_floor_first(elig, &q, profile) {
+        let (rows, floor_cut) = trigram_step(db, elig, &q, floor, profile).await?;
+        merge_step(&mut merged, rows, limit);
+        cut = floor_cut;
+        if floor_cut {
+            for th in trigram_steps(profile).into_iter().filter(|th| *th > floor) {
+                let (rows, step_cut) = trigram_step(db, elig, &q, th, profile).await?;
+                let found = rows.len();
+                merge_step(&mut merged, rows, limit);
+                served = th;
+                if found >= enough || step_cut {
+                    break;
+                }
+            }
+        }
     } else {
-        trigram_steps(profile)
-    };
-    for th in steps {
-        // One simple-protocol round trip; `th` is a number we format.
-        db.batch_execute(&format!(
-            "SELECT set_config('pg_trgm.word_similarity_threshold', '{th}', true)"
-        ))
-        .await?;
-        let rows = db
-            .query(TRIGRAM_SQL, &elig.params(&[&q, &budget, &limit]))
-            .await?;
-        let matched: i64 = rows.first().map_or(0, |r| r.get(2));
-        merge_step(
-            &mut merged,
-            rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
-            limit,
-        );
-        served = th;
-        // At the budget only the first `budget` matches were scored; such a
-        // step returned the limit, so the cascade stops at it.
-        cut = matched >= budget;
-        if merged.len() >= enough || cut {
-            break;
+        for th in trigram_steps(profile) {
+            let (rows, step_cut) = trigram_step(db, elig, &q, th, profile).await?;
+            merge_step(&mut merged, rows, limit);
+            served = th;
+            cut = step_cut;
+            // A cut step holds the limit, so the cascade stops at it.
+            if merged.len() >= enough || cut {
+                break;
+            }
         }
     }
     let v = if cut {
