@@ -400,6 +400,18 @@ async fn embedding_twice_embeds_nothing_the_second_time() {
         .await
         .unwrap();
     assert_eq!(first.embedded, 300);
+    // The vectors live in the projection rows, not in TOAST (migration 0008):
+    // the exact route reads them without a TOAST lookup per row.
+    let toast: i64 = c
+        .query_one(
+            "SELECT pg_relation_size(reltoastrelid) FROM pg_class
+             WHERE oid = 'search.product_projection'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(toast, 0, "projection rows were moved to TOAST");
     let second = mosaic::embed_job::embed_pending(&c, &e, 64, 2, &mut |_, _, _| {})
         .await
         .unwrap();

@@ -42,6 +42,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(5, "0005_runtime_role.sql"),
     migration!(6, "0006_domain_indexes.sql"),
     migration!(7, "0007_trigram_planning.sql"),
+    migration!(8, "0008_inline_embeddings.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -100,7 +100,11 @@ impl Default for RetrievalProfile {
             // (same cascade), the top-80 similarity scores are identical for 93/100 brand+model
             // typos (the rest differ only below 0.55; target found 99/100 either way), 99/100
             // brand+noun typos and 96/100 category-word queries; 500 gave 93/98/85.
-            trigram_scan_budget: 1_000,
+            // Then (floor-first for long queries, arms on three connections), `mosaic bench --sweep
+            // trigram` at 100k, 200 queries per shape, against an unbounded cascade: budget 250/500/1000
+            // gave arm p95 unfiltered 33/38/55 ms, broad 49/48/59, and differing top-80 score lists
+            // for 16/5/3 (unfiltered) and 10/5/3 (broad) of 200 queries; 500 kept.
+            trigram_scan_budget: 500,
             semantic_limit: 150,
             // mosaic bench (BENCHMARKS.md): 10000 gave recall 1.0 but 33-70 ms arm p50 at 10k; 1000 kept.
             semantic_exact_threshold: 1_000,
