@@ -1,24 +1,22 @@
 -- 0007: planning the trigram arm.
 --
 -- 1. No value statistics for identity_text. pg_trgm estimates `<%` by
---    running word similarity against every most-common value and histogram
---    entry of the column while planning: with the default statistics target
---    that is about 200 similarity computations per planned statement (1.6 ms
---    per cascade step at 100k products), and the estimate it gave was still
---    off by two orders of magnitude. With target 1 the planner takes
---    pg_trgm's default selectivity instead, which is as good and costs
---    nothing. The other columns keep their statistics.
+--    running word similarity against the column's most-common values and
+--    histogram entries while planning: with the default statistics target
+--    that cost 1.8-2.3 ms of planning per cascade step at 100k products
+--    (psql, EXPLAIN SUMMARY), 0.1-0.2 ms with target 1, where the planner
+--    takes pg_trgm's default selectivity instead. The other columns keep
+--    their statistics.
 ALTER TABLE search.product_projection ALTER COLUMN identity_text SET STATISTICS 1;
 ANALYZE search.product_projection (identity_text);
 
 -- 2. The word-similarity operators' declared cost. PostgreSQL orders the
 --    conditions of one scan by their declared cost, and pg_trgm declares the
---    functions behind `<%` and `%>` as cheap as `=`. When the trigram arm's
---    rows come from a filter index (a domain or price filter), the similarity
---    (~20 us per row at ~100 characters) was then computed for every row
---    before the eligibility conditions rejected it (mosaic bench, 100k, a
---    query about one domain filtered to another: 83 ms for one cascade step,
---    14 ms with this cost). COST 100 puts every eligibility condition first.
+--    functions behind `<%` and `%>` as cheap as `=`. In a plan that checks
+--    both the eligibility conditions and the similarity as filters of one
+--    scan, the similarity (~20 us per row at ~100 characters) then ran
+--    before a domain condition could reject the row. COST 100 puts every
+--    eligibility condition first (tests/search.rs checks the order).
 --
 --    Only the functions' owner (whoever created the extension) may change
 --    this. The local cluster's administrator does it in template1

@@ -291,15 +291,7 @@ pub async fn semantic_only(
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let tx = client.build_transaction().read_only(true).start().await?;
-    tx.execute(
-        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
-                set_config('hnsw.max_scan_tuples', $2, true)",
-        &[
-            &profile.hnsw_ef_search.to_string(),
-            &profile.hnsw_max_scan_tuples.to_string(),
-        ],
-    )
-    .await?;
+    arms::apply_settings(&tx, profile).await?;
     let r = arms::semantic(&tx, elig, vector, profile).await?;
     tx.commit().await?;
     Ok(r)

@@ -333,7 +333,7 @@ async fn trigram_step<C: GenericClient>(
 
 /// Whether a query is long enough for the trigram arm to start at its floor
 /// (see [`trigram`]).
-pub fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
+fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
     query.split_whitespace().count() as i64 >= profile.trigram_floor_first_words
 }
 

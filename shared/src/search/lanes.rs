@@ -129,6 +129,8 @@ pub(crate) async fn run_arms(
         (lexical_out, trigram, semantic_out);
     let n = lanes.len();
     try_join_all(lanes.into_iter().map(|tx| tx.commit())).await?;
+    // The extra connections go back to the pool now: hydration, rerank and
+    // the receipt need only the search's own.
     drop(spare);
     for (arm, result) in [
         (Arm::Lexical, &mut lexical),
