@@ -108,8 +108,13 @@ impl Default for RetrievalProfile {
             semantic_limit: 150,
             // mosaic bench (BENCHMARKS.md): 10000 gave recall 1.0 but 33-70 ms arm p50 at 10k; 1000 kept.
             semantic_exact_threshold: 1_000,
-            // mosaic bench (BENCHMARKS.md): 40/100/200 moved recall@10 only 0.87-0.90 (hashing vectors) at ~equal cost; 200 kept.
-            hnsw_ef_search: 200,
+            // mosaic bench (BENCHMARKS.md): 40/100/200 moved recall@10 only 0.87-0.90 (hashing vectors) at ~equal cost.
+            // Then with the local model's vectors at 10k, recall@10 unfiltered/broad/anti-correlated
+            // 0.869/0.906/0.941 at 200, 0.958/0.928/0.986 at 400 (semantic arm p50 3.8 -> 5.9 ms); at
+            // 800 the planner sorts every row exactly instead (recall 1.0, arm p50 22 ms). At 100k
+            // (hashing vectors, paired runs) 400 raised recall 0.648 -> 0.824 unfiltered and 0.490 ->
+            // 0.638 anti-correlated for +2 ms semantic p50, totals within noise. 400 kept.
+            hnsw_ef_search: 400,
             hnsw_max_scan_tuples: 20_000,
             rrf_k: 60.0,
             pool_size: 50,
