@@ -5,7 +5,7 @@ use mosaic::catalog::generator::Generator;
 use mosaic::catalog::{import, load};
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::HashingEmbedder;
-use mosaic_integration_tests::TestDb;
+use mosaic_integration_tests::{texts, TestDb};
 use std::io::Write;
 use tokio_postgres::Client;
 
@@ -61,16 +61,12 @@ async fn migrations_applied_twice_leave_the_schema_unchanged() {
             .get(0);
         assert_eq!(found.as_deref(), Some(table), "missing table {table}");
     }
-    let indexes: Vec<String> = c
-        .query(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname IN ('catalog','search')",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let indexes = texts(
+        &c,
+        "SELECT indexdef FROM pg_indexes WHERE schemaname IN ('catalog','search')",
+        &[],
+    )
+    .await;
     for (what, needle) in [
         ("tsvector GIN", "product_projection USING gin (document)"),
         ("trigram GIN", "USING gin (identity_text gin_trgm_ops)"),

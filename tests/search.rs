@@ -5,7 +5,7 @@ use mosaic::eval::CatalogRow;
 use mosaic::search::arms::{self, Eligibility, Verdict};
 use mosaic::search::{search, Filters, SearchRequest, SearchResponse, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
-use mosaic_integration_tests::{ctx, rerankers, TestDb};
+use mosaic_integration_tests::{ctx, rerankers, texts, TestDb};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
@@ -148,16 +148,12 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         } else {
             arms::lexical_terms(q).positive.join(" or ")
         };
-        let lex_matches: Vec<String> = tx
-            .query(
-                "SELECT product_id FROM search.product_projection WHERE document @@ websearch_to_tsquery('english', $1)",
-                &[&lexical_text],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let lex_matches = texts(
+            &tx,
+            "SELECT product_id FROM search.product_projection WHERE document @@ websearch_to_tsquery('english', $1)",
+            &[&lexical_text],
+        )
+        .await;
         // The trigram cascade's verdict is about the threshold that served.
         let served = trigram
             .mode
@@ -171,16 +167,12 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         )
         .await
         .unwrap();
-        let tri_matches: Vec<String> = tx
-            .query(
-                "SELECT product_id FROM search.product_projection WHERE $1 <% identity_text",
-                &[&q.to_lowercase()],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let tri_matches = texts(
+            &tx,
+            "SELECT product_id FROM search.product_projection WHERE $1 <% identity_text",
+            &[&q.to_lowercase()],
+        )
+        .await;
         tx.commit().await.unwrap();
         let eligible = |ids: &mut dyn Iterator<Item = &String>| {
             ids.filter(|id| satisfies(&rows[*id], &filters)).count() as i64
@@ -804,33 +796,26 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
 
 /// The names of the per-domain partial HNSW indexes.
 async fn domain_indexes(c: &Client) -> Vec<String> {
-    c.query(
+    texts(
+        c,
         "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
          WHERE i.indrelid = 'search.product_projection'::regclass
            AND c.relname LIKE 'projection\\_embedding\\_hnsw\\_d\\_%' ORDER BY 1",
         &[],
     )
     .await
-    .unwrap()
-    .iter()
-    .map(|r| r.get(0))
-    .collect()
 }
 
 #[tokio::test]
 async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
     let db = TestDb::with_sample("domain_hnsw").await;
     let mut c = db.owner().await;
-    let domains: Vec<String> = c
-        .query(
-            "SELECT DISTINCT domain FROM search.product_projection ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let domains = texts(
+        &c,
+        "SELECT DISTINCT domain FROM search.product_projection ORDER BY 1",
+        &[],
+    )
+    .await;
     assert!(domains.len() >= 2, "{domains:?}");
     assert_eq!(domain_indexes(&c).await.len(), domains.len());
 
@@ -848,19 +833,15 @@ async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
         .await
         .unwrap()
         .get(0);
-    let plan: Vec<String> = tx
-        .query(
-            "EXPLAIN SELECT product_id FROM search.product_projection
-             WHERE embedding IS NOT NULL AND ($1::text IS NULL OR domain = $1)
-             ORDER BY embedding <=> $2 LIMIT 150",
-            &[&domains[0], &v],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let plan = plan.join("\n");
+    let plan = texts(
+        &tx,
+        "EXPLAIN SELECT product_id FROM search.product_projection
+         WHERE embedding IS NOT NULL AND ($1::text IS NULL OR domain = $1)
+         ORDER BY embedding <=> $2 LIMIT 150",
+        &[&domains[0], &v],
+    )
+    .await
+    .join("\n");
     assert!(plan.contains("projection_embedding_hnsw_d_"), "{plan}");
     tx.rollback().await.unwrap();
 
@@ -962,7 +943,7 @@ async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
     };
     let elig = Eligibility::new(&filters);
     let (q, budget, limit) = ("wireless headphones".to_string(), 1000i64, 80i64);
-    let plan = mosaic_integration_tests::texts(
+    let plan = texts(
         &tx,
         &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
         &elig.params(&[&q, &budget, &limit]),
