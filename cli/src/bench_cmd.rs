@@ -244,6 +244,21 @@ fn body(q: &BenchQuery, f: &mosaic::search::Filters) -> Value {
            "include_diagnostics": true})
 }
 
+/// The normalised query text and eligibility of query `q` under `shape`,
+/// as the service would build them, for the direct arm calls.
+fn direct_input(
+    shapes: &ShapeBuilder,
+    shape: &str,
+    q: &BenchQuery,
+    profile: &RetrievalProfile,
+) -> Result<(String, Eligibility)> {
+    let req =
+        SearchRequest::from_json(&body(q, &shapes.filters(shape, q)), Shape::Nested, profile)?;
+    let text = req.normalized_query.clone().unwrap_or_default();
+    let elig = Eligibility::with_query(&req.filters, Some(&text));
+    Ok((text, elig))
+}
+
 async fn bench_size(
     args: &BenchArgs,
     size: u64,
@@ -552,10 +567,7 @@ async fn sweep(
             let mut routes: BTreeMap<String, usize> = BTreeMap::new();
             if *param == "lexical_scan_budget" {
                 for q in queries {
-                    let f = shapes.filters(shape, q);
-                    let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, p)?;
-                    let text = req.normalized_query.clone().unwrap_or_default();
-                    let elig = Eligibility::with_query(&req.filters, Some(&text));
+                    let (text, elig) = direct_input(shapes, shape, q, p)?;
                     let r = bench::lexical_only(client, &elig, &text, p).await?;
                     ms.push(r.ms);
                     if r.verdict == Verdict::BudgetCut {
@@ -564,10 +576,7 @@ async fn sweep(
                 }
             } else {
                 for (qi, q) in queries.iter().enumerate().take(n) {
-                    let f = shapes.filters(shape, q);
-                    let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, p)?;
-                    let text = req.normalized_query.clone().unwrap_or_default();
-                    let elig = Eligibility::with_query(&req.filters, Some(&text));
+                    let (text, elig) = direct_input(shapes, shape, q, p)?;
                     let v = bench::query_vector(embedder, &text).await?;
                     let r = bench::semantic_only(client, &elig, &v, p).await?;
                     ms.push(r.ms);
@@ -629,14 +638,15 @@ async fn trigram_sweep(
     };
     let mut rows = Vec::new();
     for shape in SHAPES {
+        // The budget does not change the request: build each one once.
+        let inputs = queries
+            .iter()
+            .map(|q| direct_input(shapes, shape, q, base))
+            .collect::<Result<Vec<_>>>()?;
         let mut reference = Vec::with_capacity(queries.len());
         let mut ref_ms = Vec::new();
-        for q in queries {
-            let f = shapes.filters(shape, q);
-            let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, base)?;
-            let text = req.normalized_query.clone().unwrap_or_default();
-            let elig = Eligibility::with_query(&req.filters, Some(&text));
-            let r = bench::trigram_only(client, &elig, &text, &unbounded).await?;
+        for (text, elig) in &inputs {
+            let r = bench::trigram_only(client, elig, text, &unbounded).await?;
             ref_ms.push(r.ms);
             reference.push(scores(&r));
         }
@@ -651,12 +661,8 @@ async fn trigram_sweep(
                 ..base.clone()
             };
             let (mut ms, mut differ, mut cut) = (Vec::new(), 0usize, 0usize);
-            for (q, want) in queries.iter().zip(&reference) {
-                let f = shapes.filters(shape, q);
-                let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, &p)?;
-                let text = req.normalized_query.clone().unwrap_or_default();
-                let elig = Eligibility::with_query(&req.filters, Some(&text));
-                let r = bench::trigram_only(client, &elig, &text, &p).await?;
+            for ((text, elig), want) in inputs.iter().zip(&reference) {
+                let r = bench::trigram_only(client, elig, text, &p).await?;
                 ms.push(r.ms);
                 differ += usize::from(scores(&r) != *want);
                 cut += usize::from(r.verdict == Verdict::BudgetCut);

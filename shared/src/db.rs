@@ -215,11 +215,10 @@ pub async fn migrate(
         )
         .await?
         .map(|r| r.get(0));
-    if cost.is_some_and(|c| c < 100.0) {
+    if let Some(cost) = cost.filter(|c| *c < 100.0) {
         report.warnings.push(format!(
-            "pg_trgm's word-similarity operators still have cost {}; filtered trigram searches \
-             compute similarity before the filters. Run as the extension owner: {TRIGRAM_COST_SQL}",
-            cost.unwrap_or_default()
+            "pg_trgm's word-similarity operators still have cost {cost}; filtered trigram searches \
+             compute similarity before the filters. Run as the extension owner: {TRIGRAM_COST_SQL}"
         ));
     }
     tx.commit().await?;
