@@ -819,6 +819,21 @@ async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
     assert!(domains.len() >= 2, "{domains:?}");
     assert_eq!(domain_indexes(&c).await.len(), domains.len());
 
+    // Every graph, the whole catalog's and each domain's, is built with the
+    // same parameters (migration 0009).
+    let options = texts(
+        &c,
+        "SELECT c.relname || ' ' || array_to_string(c.reloptions, ',')
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+         WHERE i.indrelid = 'search.product_projection'::regclass AND a.amname = 'hnsw' ORDER BY 1",
+        &[],
+    )
+    .await;
+    assert_eq!(options.len(), domains.len() + 1, "{options:?}");
+    for o in &options {
+        assert!(o.ends_with(" m=16,ef_construction=200"), "{o}");
+    }
+
     // With the domain bound as a parameter (as the arm binds it), the plan
     // walks a partial graph, not the whole-catalog one.
     let tx = c.transaction().await.unwrap();
