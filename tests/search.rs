@@ -1041,3 +1041,45 @@ async fn a_long_query_whose_floor_is_budget_cut_still_finds_its_closest_match() 
     // The stricter steps ran after the floor.
     assert_ne!(arm.mode, alone.mode, "{q}");
 }
+
+#[tokio::test]
+async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_scores() {
+    // "headphones" is in the identity text of more sample products than the
+    // trigram arm's limit: the perfect step fills the arm alone, and its
+    // scores are the ones the cascade serves without it.
+    let db = TestDb::with_sample("trigram_perfect").await;
+    let mut c = db.runtime().await;
+    let on = RetrievalProfile::default();
+    let off = RetrievalProfile {
+        trigram_perfect_first: 0,
+        ..Default::default()
+    };
+    let elig = Eligibility::new(&Filters::default());
+    let scores = |r: &arms::ArmResult| r.candidates.iter().map(|(_, s)| *s).collect::<Vec<_>>();
+    let q = "headphones";
+    let with = mosaic::bench::trigram_only(&mut c, &elig, q, &on)
+        .await
+        .unwrap();
+    let without = mosaic::bench::trigram_only(&mut c, &elig, q, &off)
+        .await
+        .unwrap();
+    assert_eq!(with.mode.as_deref(), Some("threshold_1"));
+    assert_eq!(with.verdict, Verdict::Full);
+    assert_eq!(with.candidates.len() as i64, on.trigram_limit);
+    assert_eq!(scores(&with), scores(&without));
+    assert_ne!(without.mode.as_deref(), Some("threshold_1"));
+
+    // A typo has no perfect match: the arm goes on and serves exactly what
+    // it serves without the step.
+    let q = "headphnes";
+    let with = mosaic::bench::trigram_only(&mut c, &elig, q, &on)
+        .await
+        .unwrap();
+    let without = mosaic::bench::trigram_only(&mut c, &elig, q, &off)
+        .await
+        .unwrap();
+    assert!(!with.candidates.is_empty());
+    assert_eq!(with.candidates, without.candidates);
+    assert_eq!(with.mode, without.mode);
+    assert_eq!(with.verdict, without.verdict);
+}

@@ -52,8 +52,9 @@ pub struct BenchArgs {
     /// Also sweep profile values with direct arm calls: `semantic`
     /// (hnsw_ef_search, semantic_exact_threshold), `lexical`
     /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
-    /// unbounded cascade); several with commas; alone, all three.
-    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "lexical", "trigram"])]
+    /// unbounded cascade), `perfect` (trigram_perfect_first off and on,
+    /// interleaved query by query); several with commas; alone, all four.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "lexical", "trigram", "perfect"])]
     sweep: Option<Vec<String>>,
     /// Embeddings of the catalog and the queries: `hashing` (feature
     /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
@@ -613,6 +614,9 @@ async fn sweep(
     if wants("trigram") {
         rows.extend(trigram_sweep(client, shapes, queries, base).await?);
     }
+    if wants("perfect") {
+        rows.extend(perfect_sweep(client, shapes, queries, base).await?);
+    }
     Ok(Value::Array(rows))
 }
 
@@ -682,6 +686,74 @@ async fn trigram_sweep(
                 json!({"parameter": "trigram_scan_budget", "value": budget, "shape": shape,
                              "ms": x, "score_lists_differing_from_unbounded": differ,
                              "budget_cut": cut, "queries": queries.len()}),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// The trigram arm without and with its perfect step, run back to back for
+/// each query (the order alternating), so drift on a shared machine hits
+/// both alike: latency per shape and for category-word queries, how many
+/// queries the perfect step served alone, and how many score lists differ.
+async fn perfect_sweep(
+    client: &mut tokio_postgres::Client,
+    shapes: &ShapeBuilder,
+    queries: &[BenchQuery],
+    base: &RetrievalProfile,
+) -> Result<Vec<Value>> {
+    let profiles = [0i64, 1].map(|v| RetrievalProfile {
+        trigram_perfect_first: v,
+        ..base.clone()
+    });
+    let scores = |r: &mosaic::search::arms::ArmResult| -> Vec<i64> {
+        r.candidates
+            .iter()
+            .map(|(_, s)| (s * 1e6).round() as i64)
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for shape in SHAPES {
+        let mut ms = [Vec::new(), Vec::new()];
+        let mut category_ms = [Vec::new(), Vec::new()];
+        let (mut differ, mut served) = (0usize, 0usize);
+        for (i, q) in queries.iter().enumerate() {
+            let (text, elig) = direct_input(shapes, shape, q, base)?;
+            let mut got = [None, None];
+            for k in [i % 2, 1 - i % 2] {
+                let r = bench::trigram_only(client, &elig, &text, &profiles[k]).await?;
+                ms[k].push(r.ms);
+                if q.kind == "category_words" {
+                    category_ms[k].push(r.ms);
+                }
+                got[k] = Some(r);
+            }
+            let [Some(off), Some(on)] = got else {
+                unreachable!("both runs made")
+            };
+            differ += usize::from(scores(&off) != scores(&on));
+            served += usize::from(on.mode.as_deref() == Some("threshold_1"));
+        }
+        for k in 0..2 {
+            let (x, c) = (s(&ms[k]), s(&category_ms[k]));
+            println!(
+                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8} {:>9}   category words p50/p95 {:.2}/{:.2}",
+                "trigram_perfect_first",
+                k,
+                shape,
+                x.p50,
+                x.p95,
+                if k == 1 { format!("{differ} diff") } else { "-".into() },
+                if k == 1 { served } else { 0 },
+                c.p50,
+                c.p95
+            );
+            rows.push(
+                json!({"parameter": "trigram_perfect_first", "value": k, "shape": shape,
+                             "ms": x, "category_words_ms": c,
+                             "score_lists_differing": if k == 1 { differ } else { 0 },
+                             "served_by_perfect_step": if k == 1 { served } else { 0 },
+                             "queries": queries.len()}),
             );
         }
     }
