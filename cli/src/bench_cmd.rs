@@ -620,6 +620,15 @@ async fn sweep(
     Ok(Value::Array(rows))
 }
 
+/// An arm's similarity scores, best first, to one part in a million: what
+/// the sweeps compare (ties make the ids of equal scores arbitrary).
+fn score_list(r: &mosaic::search::arms::ArmResult) -> Vec<i64> {
+    r.candidates
+        .iter()
+        .map(|(_, s)| (s * 1e6).round() as i64)
+        .collect()
+}
+
 /// The trigram arm's scan budget against an unbounded run of the same
 /// cascade: latency, and how many queries' score lists (the arm's top
 /// `trigram_limit` similarities) differ from the unbounded ones. Ties make
@@ -634,12 +643,6 @@ async fn trigram_sweep(
         trigram_scan_budget: 1_000_000,
         ..base.clone()
     };
-    let scores = |r: &mosaic::search::arms::ArmResult| -> Vec<i64> {
-        r.candidates
-            .iter()
-            .map(|(_, s)| (s * 1e6).round() as i64)
-            .collect()
-    };
     let mut rows = Vec::new();
     for shape in SHAPES {
         // The budget does not change the request: build each one once.
@@ -652,7 +655,7 @@ async fn trigram_sweep(
         for (text, elig) in &inputs {
             let r = bench::trigram_only(client, elig, text, &unbounded).await?;
             ref_ms.push(r.ms);
-            reference.push(scores(&r));
+            reference.push(score_list(&r));
         }
         let x = s(&ref_ms);
         println!(
@@ -668,7 +671,7 @@ async fn trigram_sweep(
             for ((text, elig), want) in inputs.iter().zip(&reference) {
                 let r = bench::trigram_only(client, elig, text, &p).await?;
                 ms.push(r.ms);
-                differ += usize::from(scores(&r) != *want);
+                differ += usize::from(score_list(&r) != *want);
                 cut += usize::from(r.verdict == Verdict::BudgetCut);
             }
             let x = s(&ms);
@@ -706,12 +709,6 @@ async fn perfect_sweep(
         trigram_perfect_first: v,
         ..base.clone()
     });
-    let scores = |r: &mosaic::search::arms::ArmResult| -> Vec<i64> {
-        r.candidates
-            .iter()
-            .map(|(_, s)| (s * 1e6).round() as i64)
-            .collect()
-    };
     let mut rows = Vec::new();
     for shape in SHAPES {
         let mut ms = [Vec::new(), Vec::new()];
@@ -731,7 +728,7 @@ async fn perfect_sweep(
             let [Some(off), Some(on)] = got else {
                 unreachable!("both runs made")
             };
-            differ += usize::from(scores(&off) != scores(&on));
+            differ += usize::from(score_list(&off) != score_list(&on));
             served += usize::from(on.mode.as_deref() == Some("threshold_1"));
         }
         for k in 0..2 {
