@@ -1056,13 +1056,15 @@ async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_sc
     };
     let elig = Eligibility::new(&Filters::default());
     let scores = |r: &arms::ArmResult| r.candidates.iter().map(|(_, s)| *s).collect::<Vec<_>>();
-    let q = "headphones";
-    let with = mosaic::bench::trigram_only(&mut c, &elig, q, &on)
-        .await
-        .unwrap();
-    let without = mosaic::bench::trigram_only(&mut c, &elig, q, &off)
-        .await
-        .unwrap();
+    let mut with_and_without = async |q: &str| {
+        let mut run = async |p: &RetrievalProfile| {
+            mosaic::bench::trigram_only(&mut c, &elig, q, p)
+                .await
+                .unwrap()
+        };
+        (run(&on).await, run(&off).await)
+    };
+    let (with, without) = with_and_without("headphones").await;
     assert_eq!(with.mode.as_deref(), Some("threshold_1"));
     assert_eq!(with.verdict, Verdict::Full);
     assert_eq!(with.candidates.len() as i64, on.trigram_limit);
@@ -1071,13 +1073,7 @@ async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_sc
 
     // A typo has no perfect match: the arm goes on and serves exactly what
     // it serves without the step.
-    let q = "headphnes";
-    let with = mosaic::bench::trigram_only(&mut c, &elig, q, &on)
-        .await
-        .unwrap();
-    let without = mosaic::bench::trigram_only(&mut c, &elig, q, &off)
-        .await
-        .unwrap();
+    let (with, without) = with_and_without("headphnes").await;
     assert!(!with.candidates.is_empty());
     assert_eq!(with.candidates, without.candidates);
     assert_eq!(with.mode, without.mode);
