@@ -551,10 +551,15 @@ fn print_summary(stats: &BTreeMap<&'static str, ShapeStats>, profile: &Retrieval
         let total = s(&st.stages["total"]);
         let floor = s(&st.floor);
         let routes: Vec<String> = st.routes.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        // Eligible counts and recall come from the recall queries; "-" without them.
+        let or_dash = |v: f64, prec: usize| match v.is_nan() {
+            true => "-".to_string(),
+            false => format!("{v:.prec$}"),
+        };
         println!(
-            "{:<16} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>7.2} {:>6.1}/{:<3} {:>4}/{:<4} {:>8.4} {:>8.2}  {}",
+            "{:<16} {:>9} {:>8.2} {:>8.2} {:>8.2} {:>7.2} {:>6.1}/{:<3} {:>4}/{:<4} {:>8} {:>8}  {}",
             shape,
-            mean(&st.eligible),
+            or_dash(mean(&st.eligible), 0),
             total.p50,
             total.p95,
             floor.p50,
@@ -563,8 +568,8 @@ fn print_summary(stats: &BTreeMap<&'static str, ShapeStats>, profile: &Retrieval
             profile.semantic_limit,
             st.semantic_filled,
             st.semantic_filled + st.semantic_short,
-            mean(&st.recall),
-            min(&st.recall),
+            or_dash(mean(&st.recall), 4),
+            or_dash(min(&st.recall), 2),
             routes.join(" ")
         );
     }
@@ -602,7 +607,7 @@ async fn sweep(
             },
         ));
     }
-    for th in [1_000, 3_000, 10_000] {
+    for th in [1_000, 3_000, 10_000, 30_000] {
         variants.push((
             "semantic_exact_threshold",
             th,
