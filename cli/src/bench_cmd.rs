@@ -597,7 +597,7 @@ async fn sweep(
             .is_some_and(|a| a.is_empty() || a.iter().any(|x| x == arm))
     };
     let mut variants: Vec<(&str, i64, RetrievalProfile)> = Vec::new();
-    for ef in [40, 100, 200] {
+    for ef in [200, 400, 800, 1000] {
         variants.push((
             "hnsw_ef_search",
             ef,

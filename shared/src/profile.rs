@@ -125,6 +125,9 @@ impl Default for RetrievalProfile {
             // 800 the planner sorts every row exactly instead (recall 1.0, arm p50 22 ms). At 100k
             // (hashing vectors, paired runs) 400 raised recall 0.648 -> 0.824 unfiltered and 0.490 ->
             // 0.638 anti-correlated for +2 ms semantic p50, totals within noise. 400 kept.
+            // 100k with the local model (`--sweep semantic`, two graph builds): 0.865-0.905 at 400,
+            // 0.939-0.950 at 800 for +1.5-3.5 ms arm p50; larger catalogs should set 800 through
+            // MOSAIC_HNSW_EF_SEARCH, since one default must also serve 10k.
             hnsw_ef_search: 400,
             hnsw_max_scan_tuples: 20_000,
             rrf_k: 60.0,
