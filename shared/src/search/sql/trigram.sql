@@ -9,8 +9,12 @@
 -- matches at 100k, nearly all tied at 1.0, at every threshold); matches past
 -- it are not scored and the arm reports `budget_cut`. The cheap eligibility
 -- predicates come first so that only eligible rows pay for the similarity.
+-- The score is computed in the scan, for the rows the budget keeps, not over
+-- the materialised matches afterwards: the same rows and scores, and a step
+-- with hundreds of matches ran 7-10% faster (psql, 100k, alternated runs;
+-- within noise in mosaic bench's service totals).
 WITH matched AS (
-    SELECT pp.product_id, pp.identity_text
+    SELECT pp.product_id, word_similarity($11, pp.identity_text)::float8 AS score
     FROM search.product_projection pp
     WHERE true
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
@@ -28,8 +32,7 @@ WITH matched AS (
       AND $11 <% pp.identity_text
     LIMIT $12
 )
-SELECT m.product_id, word_similarity($11, m.identity_text)::float8 AS score,
-       (SELECT count(*) FROM matched) AS matched
+SELECT m.product_id, m.score, (SELECT count(*) FROM matched) AS matched
 FROM matched m
 ORDER BY score DESC, m.product_id
 LIMIT $13;
