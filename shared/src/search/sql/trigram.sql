@@ -12,7 +12,7 @@
 -- The score is computed in the scan, for the rows the budget keeps, not over
 -- the materialised matches afterwards: the same rows and scores, and a step
 -- with hundreds of matches ran 7-10% faster (psql, 100k, alternated runs;
--- within noise in mosaic bench's service totals).
+-- two pairs of mosaic bench runs did not show it, see BENCHMARKS.md).
 WITH matched AS (
     SELECT pp.product_id, word_similarity($11, pp.identity_text)::float8 AS score
     FROM search.product_projection pp
