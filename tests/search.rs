@@ -1079,3 +1079,84 @@ async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_sc
     assert_eq!(with.mode, without.mode);
     assert_eq!(with.verdict, without.verdict);
 }
+
+#[tokio::test]
+async fn the_hnsw_route_walks_a_graph_even_where_the_planner_would_sort() {
+    // At the sample catalog's size a large ef_search makes pgvector's cost
+    // estimate for the graph walk exceed an exact sort of every row. The
+    // service chose the route from the eligible count, and the receipt names
+    // it: the arm must walk a graph, the whole catalog's or a domain's.
+    let db = TestDb::with_sample("hnsw_walk").await;
+    let mut c = db.runtime().await;
+    let v = pgvector::Vector::from(
+        mosaic::embed::HashingEmbedder::new(384).embed_one("warm sleeping bag for winter nights"),
+    );
+    // Index scans in the current transaction, over every HNSW index.
+    let graph_walks =
+        "SELECT coalesce(sum(pg_stat_get_xact_numscans(c.oid)), 0)::bigint FROM pg_class c
+                       WHERE c.relkind = 'i' AND c.relname LIKE 'projection\\_embedding\\_hnsw%'";
+    let domain = Filters {
+        domain: Some("outdoor".into()),
+        ..Default::default()
+    };
+    // Any other filter is left to the planner: it may sort the filtered rows.
+    let category = Filters {
+        category_key: Some("headphones".into()),
+        ..Default::default()
+    };
+    for (ef, filters) in [
+        (1000, Filters::default()),
+        (1000, domain.clone()),
+        (40, Filters::default()),
+        (40, domain),
+        (1000, category.clone()),
+        (40, category),
+    ] {
+        let profile = RetrievalProfile {
+            hnsw_ef_search: ef,
+            semantic_exact_threshold: 0,
+            ..Default::default()
+        };
+        let elig = Eligibility::new(&filters);
+        let tx = c.transaction().await.unwrap();
+        arms::apply_settings(&tx, &profile).await.unwrap();
+        // The premise, at ef_search 1000 without a filter: left to its
+        // estimate, the planner sorts.
+        let plan = texts(
+            &tx,
+            &format!("EXPLAIN {}", arms::SEMANTIC_HNSW_SQL),
+            &elig.params(&[&v, &profile.semantic_limit]),
+        )
+        .await
+        .join("\n");
+        if ef == 1000 && filters.domain.is_none() {
+            assert!(!plan.contains("projection_embedding_hnsw"), "{plan}");
+        }
+        let before: i64 = tx.query_one(graph_walks, &[]).await.unwrap().get(0);
+        let arm = arms::semantic(&tx, &elig, &v, &profile).await.unwrap();
+        let after: i64 = tx.query_one(graph_walks, &[]).await.unwrap().get(0);
+        // Sorting is allowed again for the rest of the transaction.
+        let sort: String = tx
+            .query_one("SELECT current_setting('enable_sort')", &[])
+            .await
+            .unwrap()
+            .get(0);
+        tx.rollback().await.unwrap();
+        assert_eq!(
+            arm.mode.as_deref(),
+            Some("hnsw"),
+            "ef_search {ef}, {filters:?}"
+        );
+        assert_eq!(arm.candidates.len() as i64, profile.semantic_limit);
+        let walks = match filters.category_key {
+            None => 1,
+            Some(_) => plan.contains("projection_embedding_hnsw") as i64,
+        };
+        assert_eq!(
+            after - before,
+            walks,
+            "ef_search {ef}, {filters:?}:\n{plan}"
+        );
+        assert_eq!(sort, "on");
+    }
+}
