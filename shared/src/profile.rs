@@ -126,12 +126,10 @@ impl Default for RetrievalProfile {
             // (hashing vectors, paired runs) 400 raised recall 0.648 -> 0.824 unfiltered and 0.490 ->
             // 0.638 anti-correlated for +2 ms semantic p50, totals within noise. 400 kept.
             // 100k with the local model (`--sweep semantic`, three graph builds): 0.865-0.905 at
-            // 400, 0.918-0.950 at 800 for +1.5-3.5 ms arm p50. Since the route walks its graph
-            // whatever the planner's estimate (arms::hnsw_walk), 800 works at 10k too (model:
-            // recall@10 1.000 unfiltered, arm p50 7.3 ms). 800 as the default, paired full runs
-            // (hashing): 100k total p50 unfiltered +3 ms (semantic arm +6 ms), recall 0.888 -> 0.922;
-            // 10k broad total p50 +10 ms, where the planner then sorts the 5,000 filtered rows
-            // exactly. 400 kept; larger catalogs should set 800 through MOSAIC_HNSW_EF_SEARCH.
+            // 400, 0.918-0.950 at 800 for +1.5-3.5 ms arm p50; the planner walks the graph at 800
+            // there, so larger catalogs should set 800 through MOSAIC_HNSW_EF_SEARCH. At 10k, 800
+            // makes the planner sort instead (above); 800 as the default cost +10 ms total p50 under
+            // a broad filter at 10k and +3 ms unfiltered at 100k (paired runs, hashing vectors).
             hnsw_ef_search: 400,
             hnsw_max_scan_tuples: 20_000,
             rrf_k: 60.0,

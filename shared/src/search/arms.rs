@@ -165,20 +165,6 @@ impl Eligibility {
         }
     }
 
-    /// Whether one HNSW graph holds exactly the eligible rows: no filter (the
-    /// whole catalog's graph) or a domain filter alone (that domain's).
-    pub fn one_graph(&self) -> bool {
-        self.category_key.is_none()
-            && self.brand.is_none()
-            && self.availability.is_none()
-            && !self.in_stock_only
-            && self.min_price.is_none()
-            && self.max_price.is_none()
-            && self.min_rating.is_none()
-            && self.attributes.is_none()
-            && self.negated.is_none()
-    }
-
     /// `$1..$10` followed by the arm's own parameters.
     pub fn params<'a>(&'a self, extra: &[&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
         let mut p: Vec<&(dyn ToSql + Sync)> = vec![
@@ -495,7 +481,10 @@ pub async fn semantic<C: GenericClient>(
         let v = verdict(c.len(), limit);
         (c, "exact", v)
     } else {
-        let mut c = to_cands(hnsw_walk(db, elig, vector, limit).await?);
+        let mut c = to_cands(
+            db.query(SEMANTIC_HNSW_SQL, &elig.params(&[vector, &limit]))
+                .await?,
+        );
         // relaxed_order: re-sort the materialised top-k by score.
         c.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         if (c.len() as i64) < limit {
@@ -512,36 +501,6 @@ pub async fn semantic<C: GenericClient>(
     let mut arm = ArmResult::new(cands, limit, v, Some(route.into()), ms_since(t));
     arm.eligible_estimate = Some(eligible);
     Ok(arm)
-}
-
-/// The HNSW route's statement. Where one graph holds exactly the eligible
-/// rows (no filter, or a domain filter alone), it is planned with sorting
-/// disabled, so that the planner walks that graph: left to its cost
-/// estimate, it sorts every eligible row instead whenever `ef_search` is
-/// large against the table (10k products, `ef_search` 800: semantic arm
-/// p50 22 ms, and not the route the receipt names; 7 ms walking). Other
-/// filters are left to the planner: there a walk must skip every
-/// ineligible row it meets, and for a filter just above the exact route's
-/// threshold (1% of 100k products) the planner's exact sort of the
-/// filtered rows is the better plan (forced walks: arm p95 15 -> 120 ms).
-/// Every plan of the other arms' statements needs its sort, so their plans
-/// do not change on a shared lane; the setting is put back right after.
-async fn hnsw_walk<C: GenericClient>(
-    db: &C,
-    elig: &Eligibility,
-    vector: &Vector,
-    limit: i64,
-) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-    let params = elig.params(&[vector, &limit]);
-    if !elig.one_graph() {
-        return db.query(SEMANTIC_HNSW_SQL, &params).await;
-    }
-    db.batch_execute("SELECT set_config('enable_sort', 'off', true)")
-        .await?;
-    let rows = db.query(SEMANTIC_HNSW_SQL, &params).await;
-    db.batch_execute("SELECT set_config('enable_sort', 'on', true)")
-        .await?;
-    rows
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
