@@ -684,6 +684,60 @@ async fn metadata_only_results_carry_null_scores_and_a_filter_reason() {
 }
 
 #[tokio::test]
+async fn a_filters_only_search_walks_its_order_index_and_serves_that_order() {
+    // Migration 0010: with a broad filter the statement walks the index in
+    // the served order and stops at the pool's size, instead of sorting
+    // every eligible row.
+    let db = TestDb::with_sample("metadata_order").await;
+    let rt = db.runtime().await;
+    let filters = Filters {
+        in_stock_only: true,
+        ..Default::default()
+    };
+    let elig = Eligibility::new(&filters);
+    let pool = RetrievalProfile::default().pool_size as i64;
+    let plan = texts(
+        &rt,
+        &format!("EXPLAIN {}", arms::METADATA_ONLY_SQL),
+        &elig.params(&[&pool]),
+    )
+    .await
+    .join("\n");
+    assert!(plan.contains("projection_metadata_order_idx"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
+
+    // The order, computed here from every eligible row: rating best first
+    // (unrated last), then price, then product id.
+    let mut rows: Vec<(String, Option<f32>, i64)> = rt
+        .query(
+            "SELECT product_id, rating, price_cents FROM search.product_projection WHERE in_stock",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    rows.sort_by(|a, b| {
+        let rating = match (a.1, b.1) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        };
+        rating.then(a.2.cmp(&b.2)).then_with(|| a.0.cmp(&b.0))
+    });
+    let c = ctx(&db, RetrievalProfile::default());
+    let r = run(&c, json!({"filters": {"in_stock_only": true}, "limit": 20}))
+        .await
+        .unwrap();
+    assert_eq!(r.strategy.as_str(), "metadata_only");
+    let served: Vec<&str> = r.results.iter().map(|x| x.product_id.as_str()).collect();
+    let expected: Vec<&str> = rows.iter().take(20).map(|x| x.0.as_str()).collect();
+    assert_eq!(served, expected);
+}
+
+#[tokio::test]
 async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let db = TestDb::with_sample("negation").await;
     let mut c = db.runtime().await;
