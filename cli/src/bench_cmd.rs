@@ -424,6 +424,7 @@ async fn bench_size(
     print_stage_tables(&stats);
     print_kind_table(&stats);
     print_summary(&stats, profile, shapes.total());
+    let filters_only = filters_only(&ctx, &principal, &shapes, &queries, profile).await?;
 
     let sweep = if args.sweep.is_some() {
         let client = &mut direct_client;
@@ -482,9 +483,60 @@ async fn bench_size(
         "recall_queries_per_shape": args.recall_queries.min(queries.len()),
         "prepare": prep,
         "shapes": shapes_json,
+        "filters_only": filters_only,
         "sweep": sweep,
         "throughput": throughput,
     }))
+}
+
+/// Searches without a query (strategy `metadata_only`): every filtered
+/// shape's filters of every bench query, served in the filters-only order.
+async fn filters_only(
+    ctx: &Ctx,
+    principal: &Principal,
+    shapes: &ShapeBuilder,
+    queries: &[BenchQuery],
+    profile: &RetrievalProfile,
+) -> Result<Value> {
+    println!("\nfilters-only searches (no query: strategy metadata_only), ms (service, in-process, warm)");
+    println!(
+        "{:<16} {:>8} {:>8} {:>8} {:>8} {:>8}  strategies",
+        "shape", "stage", "p50", "p95", "p99", "mean"
+    );
+    let mut out = serde_json::Map::new();
+    for shape in SHAPES.iter().filter(|s| **s != "none") {
+        let (mut metadata, mut total) = (Vec::new(), Vec::new());
+        let mut strategies: BTreeMap<String, usize> = BTreeMap::new();
+        for q in queries {
+            let b = json!({"filters": bench::filters_json(&shapes.filters(shape, q)),
+                           "limit": 10, "include_diagnostics": true});
+            let req = SearchRequest::from_json(&b, Shape::Nested, profile)?;
+            let resp = mosaic::search::search(ctx, principal, req).await?;
+            let d = resp.diagnostics.context("diagnostics were requested")?;
+            *strategies.entry(d.strategy.as_str().into()).or_default() += 1;
+            metadata.push(d.timings_ms.get("metadata").copied().unwrap_or(0.0));
+            total.push(d.timings_ms.get("total").copied().unwrap_or(0.0));
+        }
+        let names: Vec<String> = strategies.iter().map(|(k, n)| format!("{k}:{n}")).collect();
+        for (stage, v) in [("metadata", &metadata), ("total", &total)] {
+            let x = s(v);
+            println!(
+                "{:<16} {:>8} {:>8.2} {:>8.2} {:>8.2} {:>8.2}  {}",
+                shape,
+                stage,
+                x.p50,
+                x.p95,
+                x.p99,
+                x.mean,
+                names.join(" ")
+            );
+        }
+        out.insert(
+            shape.to_string(),
+            json!({"metadata_ms": s(&metadata), "total_ms": s(&total), "strategies": strategies}),
+        );
+    }
+    Ok(Value::Object(out))
 }
 
 fn print_stage_tables(stats: &BTreeMap<&'static str, ShapeStats>) {
