@@ -1,5 +1,6 @@
 //! `mosaic bench`: latency per stage, the service against its own SQL
-//! ("floor"), semantic completeness and recall, and HTTP throughput, on
+//! ("floor"), semantic completeness and recall, filters-only searches and
+//! HTTP throughput, on
 //! dedicated databases holding the sample catalog: `mosaic_bench_<size>`
 //! embedded with the hashing embedder (not a language model, fast enough for
 //! any size), or `mosaic_bench_<size>_minilm` embedded with the local model
