@@ -1,5 +1,7 @@
 -- Metadata-only strategy (filters, no query text): eligible products in a
 -- deterministic order. There is no relevance here, so no score.
+-- The ORDER BY is the key of projection_metadata_order_idx (migration 0010):
+-- change one, change both (tests/search.rs checks the plan uses the index).
 -- $11 the pool size.
 SELECT pp.product_id
 FROM search.product_projection pp
