@@ -1011,11 +1011,11 @@ async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
         ..Default::default()
     };
     let elig = Eligibility::new(&filters);
-    let (q, budget, limit) = ("wireless headphones".to_string(), 1000i64, 80i64);
+    let (q, budget) = ("wireless headphones".to_string(), 1000i64);
     let plan = texts(
         &tx,
         &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
-        &elig.params(&[&q, &budget, &limit]),
+        &elig.params(&[&q, &budget]),
     )
     .await
     .join("\n");
@@ -1132,4 +1132,129 @@ async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_sc
     assert_eq!(with.candidates, without.candidates);
     assert_eq!(with.mode, without.mode);
     assert_eq!(with.verdict, without.verdict);
+}
+
+#[tokio::test]
+async fn the_services_word_similarity_equals_pg_trgms_to_the_bit() {
+    // The trigram arm scores its matches in the service (search::trgm). Over
+    // the sample catalog's identity texts and odd strings, every score must
+    // be the very float4 that pg_trgm's word_similarity returns.
+    let db = TestDb::with_sample("trgm_port").await;
+    let c = db.runtime().await;
+    let mut texts_: Vec<String> = texts(
+        &c,
+        "SELECT identity_text FROM search.product_projection ORDER BY product_id LIMIT 400",
+        &[],
+    )
+    .await;
+    let odd = [
+        "",
+        " ",
+        "-",
+        "a",
+        "ab",
+        "a b c",
+        "two words",
+        "word",
+        "WORD words wordy",
+        "the the the the",
+        "x-1 x-1 x-1 x1",
+        "air_fryer air-fryer airfryer",
+        "1234 12345 123",
+        "Kestrel KESTREL kestrel",
+        "!!kestrel--headphones??",
+        "aaa aaa aaaa aa a",
+        "mini mini pro max mini",
+    ];
+    texts_.extend(odd.iter().map(|s| s.to_string()));
+    let mut queries: Vec<String> = mosaic::bench::queries(42, 5_000, 240, 11)
+        .into_iter()
+        .map(|q| q.text.to_lowercase())
+        .collect();
+    queries.extend(odd.iter().map(|s| s.to_lowercase()));
+    queries.extend(
+        [
+            "kestrl headphones",
+            "WH-1000XM5",
+            "cheap air fryer",
+            "x",
+            "zz top",
+            "qlLT-1734S",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let mut compared = 0usize;
+    for q in &queries {
+        let expected: Vec<f32> = c
+            .query(
+                "SELECT word_similarity($1, t) FROM unnest($2::text[]) WITH ORDINALITY AS u (t, i) ORDER BY i",
+                &[q, &texts_],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let scorer = mosaic::search::trgm::WordSimilarity::new(q).unwrap();
+        for (t, want) in texts_.iter().zip(&expected) {
+            let got = scorer.score(t).unwrap();
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "word_similarity({q:?}, {t:?}): {got} vs {want}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 100_000, "{compared} pairs");
+}
+
+#[tokio::test]
+async fn the_trigram_arm_serves_pg_trgms_scores_best_first_ascii_or_not() {
+    // End to end: the arm's scores are pg_trgm's for the served rows, in
+    // order, whether the service scored them (ASCII) or the SQL (a query
+    // outside ASCII).
+    let db = TestDb::with_sample("trgm_arm").await;
+    let mut c = db.runtime().await;
+    let profile = RetrievalProfile::default();
+    let elig = Eligibility::new(&Filters::default());
+    for q in [
+        "kestrl headphones",
+        "wireless",
+        "warm sleeping bag for winter",
+        "kestrél headphones",
+    ] {
+        let tx = c.transaction().await.unwrap();
+        arms::apply_settings(&tx, &profile).await.unwrap();
+        let arm = arms::trigram(&tx, &elig, q, &profile).await.unwrap();
+        assert!(!arm.candidates.is_empty(), "{q}: no trigram candidates");
+        let ids: Vec<String> = arm.candidates.iter().map(|(id, _)| id.clone()).collect();
+        let sql: std::collections::HashMap<String, f64> = tx
+            .query(
+                "SELECT product_id, word_similarity($1, identity_text)::float8
+                 FROM search.product_projection WHERE product_id = ANY ($2)",
+                &[&q.to_lowercase(), &ids],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        for (id, score) in &arm.candidates {
+            assert_eq!(
+                score.to_bits(),
+                sql[id].to_bits(),
+                "{q}: {id} {score} vs {}",
+                sql[id]
+            );
+        }
+        for w in arm.candidates.windows(2) {
+            assert!(
+                w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0),
+                "{q}: not best first: {w:?}"
+            );
+        }
+        tx.rollback().await.unwrap();
+    }
 }

@@ -9,6 +9,7 @@
 //! * `budget_cut`: a scan budget stopped it before it could know.
 
 use super::request::Filters;
+use super::trgm::WordSimilarity;
 use crate::profile::RetrievalProfile;
 use pgvector::Vector;
 use serde::Serialize;
@@ -304,9 +305,10 @@ fn merge_step(merged: &mut Vec<(String, f64)>, step: Vec<(String, f64)>, limit: 
     merged.truncate(limit.max(0) as usize);
 }
 
-/// One step of the trigram arm at word-similarity threshold `th`, scoring
-/// at most `budget` matches: its rows (best first) and whether it met the
-/// budget.
+/// One step of the trigram arm at word-similarity threshold `th`, taking
+/// at most `budget` matches: its best `trigram_limit` rows (best first,
+/// ties by product id) and whether it met the budget. The matches are
+/// scored here ([`WordSimilarity`]), not in the step's SQL.
 async fn trigram_step<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -315,22 +317,30 @@ async fn trigram_step<C: GenericClient>(
     budget: i64,
     profile: &RetrievalProfile,
 ) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
-    let limit = profile.trigram_limit;
     // One simple-protocol round trip; `th` is a number we format.
     db.batch_execute(&format!(
         "SELECT set_config('pg_trgm.word_similarity_threshold', '{th}', true)"
     ))
     .await?;
-    let rows = db
-        .query(TRIGRAM_SQL, &elig.params(&[&q, &budget, &limit]))
-        .await?;
-    let matched: i64 = rows.first().map_or(0, |r| r.get(2));
+    let rows = db.query(TRIGRAM_SQL, &elig.params(&[&q, &budget])).await?;
+    let scorer = WordSimilarity::new(q);
+    let mut scored: Vec<(String, f64)> = rows
+        .iter()
+        .map(|r| {
+            let sql_score: Option<f64> = r.get(2);
+            let score = sql_score
+                .or_else(|| Some(f64::from(scorer.as_ref()?.score(r.get(1))?)))
+                // Unreachable in a UTF-8 database: the SQL scores every
+                // text or query that is not ASCII.
+                .unwrap_or(0.0);
+            (r.get(0), score)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored.truncate(profile.trigram_limit.max(0) as usize);
     // At the budget only the first `budget` matches (in physical order) were
     // scored: the step returned the limit, but not known to be the best.
-    Ok((
-        rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
-        matched >= budget,
-    ))
+    Ok((scored, rows.len() as i64 >= budget))
 }
 
 /// Whether a query is long enough for the trigram arm to start at its floor

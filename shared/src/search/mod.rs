@@ -23,6 +23,7 @@ pub mod fusion;
 mod lanes;
 mod receipt;
 pub mod request;
+pub mod trgm;
 
 pub use request::{Filters, SearchRequest, Shape};
 

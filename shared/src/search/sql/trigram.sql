@@ -4,19 +4,24 @@
 -- pg_trgm.word_similarity_threshold, set by the caller for each step
 -- (arms::trigram); a stricter threshold lets the index discard more
 -- candidates before the heap recheck (~20 us of word_similarity each).
--- $11 the lower-cased query, $12 the safety budget, $13 the arm's limit.
+-- $11 the lower-cased query, $12 the safety budget.
 -- The budget bounds a query of common words ("air fryer": thousands of
 -- matches at 100k, nearly all tied at 1.0, at every threshold); matches past
--- it are not scored and the arm reports `budget_cut`. The cheap eligibility
--- predicates come first so that only eligible rows pay for the similarity.
--- The score is computed in the scan, for the rows the budget keeps, not over
--- the materialised matches afterwards: the same rows and scores, and a step
--- with hundreds of matches ran 7-10% faster (psql, 100k, alternated runs;
--- two pairs of mosaic bench runs did not show it, see BENCHMARKS.md).
-WITH matched AS (
-    SELECT pp.product_id, word_similarity($11, pp.identity_text)::float8 AS score
-    FROM search.product_projection pp
-    WHERE true
+-- it are not returned and the arm reports `budget_cut`. The cheap
+-- eligibility predicates come first so that only eligible rows pay for the
+-- similarity.
+-- The step returns its matches unranked, with their identity texts: the
+-- service computes each match's word similarity (search::trgm, the same
+-- value to the bit) and keeps the best `trigram_limit`. Computing it here
+-- as well would repeat the recheck's work for every match (9-10 ms of a
+-- 30 ms step with 500 matches at 100k). Texts or queries outside ASCII are
+-- scored here (`score`), where the database's locale defines their words.
+SELECT pp.product_id, pp.identity_text,
+       CASE WHEN octet_length(pp.identity_text) <> length(pp.identity_text)
+                 OR octet_length($11::text) <> length($11::text)
+            THEN word_similarity($11::text, pp.identity_text)::float8 END AS score
+FROM search.product_projection pp
+WHERE true
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
@@ -30,9 +35,4 @@ WITH matched AS (
       AND ($10::text[] IS NULL OR NOT EXISTS (
           SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
       AND $11 <% pp.identity_text
-    LIMIT $12
-)
-SELECT m.product_id, m.score, (SELECT count(*) FROM matched) AS matched
-FROM matched m
-ORDER BY score DESC, m.product_id
-LIMIT $13;
+LIMIT $12;
