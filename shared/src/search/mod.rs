@@ -333,7 +333,13 @@ pub async fn search_variant(
     let (strategy, mut members) = match req.normalized_query.as_deref() {
         None => {
             let t = Instant::now();
-            let ids = arms::metadata_only(&*client, &elig, profile.pool_size as i64).await?;
+            // In a read-only transaction of its own, so that the statement
+            // is bounded by the same `SET LOCAL statement_timeout` as the
+            // arms' (connections through RDS Proxy have no session default).
+            let tx = client.build_transaction().read_only(true).start().await?;
+            arms::apply_settings(&tx, profile).await?;
+            let ids = arms::metadata_only(&tx, &elig, profile.pool_size as i64).await?;
+            tx.commit().await?;
             timings.insert("metadata", ms(t));
             let members = ids
                 .into_iter()
