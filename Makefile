@@ -15,7 +15,7 @@ export MOSAIC_TEST_RUNTIME_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@12
 # The local cluster's private test CA (scripts/db.sh), for the TLS tests.
 export MOSAIC_TEST_TLS_CA ?= $(CURDIR)/.mosaic/pg/tls/ca.crt
 
-.PHONY: demo demo-stop test db db-stop model build check-template sam-build migrate sample embed stats fmt lint clean-test-dbs help
+.PHONY: demo demo-stop test db db-stop model build check-template sam-build migrate sample embed stats bench fmt lint clean-test-dbs help
 
 help:
 	@echo "make demo   - local database, sample catalog, embeddings, server, example calls"
@@ -23,6 +23,7 @@ help:
 	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
 	@echo "make db-stop"
 	@echo "make sam-build - the four Lambda functions with sam build (cargo-lambda, x86_64) into .aws-sam/build"
+	@echo "make bench  - mosaic bench with an optimised build (ARGS=\"--sizes 100000 --no-throughput\" to choose)"
 
 db:
 	@bash scripts/db.sh ensure
@@ -47,6 +48,11 @@ embed: sample model
 
 stats:
 	$(MOSAIC) stats
+
+# Benchmarks need an optimised build; see BENCHMARKS.md for the options.
+bench: db
+	cargo build --release -p mosaic-cli
+	$(CARGO_TARGET_DIR)/release/mosaic bench $(ARGS)
 
 demo:
 	@bash scripts/demo.sh
