@@ -63,19 +63,28 @@ impl WordSimilarity {
         }
         let mut seq = Vec::with_capacity(text.len() + 2);
         trigrams(text, &mut seq);
-        // Number the text's distinct trigrams; `found` says which of them
-        // the query has.
-        let mut distinct = seq.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let found: Vec<bool> = distinct
+        // Number the text's distinct trigrams in one sorted pass over
+        // (trigram, position); `found` says which of them the query has.
+        let mut order: Vec<u64> = seq
             .iter()
-            .map(|t| self.query.binary_search(t).is_ok())
+            .enumerate()
+            .map(|(i, &t)| (u64::from(t) << 32) | i as u64)
             .collect();
-        let ids: Vec<usize> = seq
-            .iter()
-            .map(|t| distinct.binary_search(t).unwrap_or(0))
-            .collect();
+        order.sort_unstable();
+        let mut ids = vec![0usize; seq.len()];
+        let mut found: Vec<bool> = Vec::with_capacity(seq.len());
+        let (mut previous, mut qi) = (None, 0usize);
+        for key in order {
+            let t = (key >> 32) as u32;
+            if previous != Some(t) {
+                while qi < self.query.len() && self.query[qi] < t {
+                    qi += 1;
+                }
+                found.push(self.query.get(qi) == Some(&t));
+                previous = Some(t);
+            }
+            ids[(key & 0xffff_ffff) as usize] = found.len() - 1;
+        }
         Some(best_extent(&ids, &found, n))
     }
 }
@@ -160,13 +169,15 @@ fn trigrams(s: &str, out: &mut Vec<u32>) {
         .filter(|w| !w.is_empty())
     {
         // "  word ": two spaces in front, one behind.
-        let padded: Vec<u32> = [b' ', b' ']
-            .into_iter()
-            .chain(word.bytes().map(|b| b.to_ascii_lowercase()))
-            .chain([b' '])
-            .map(u32::from)
-            .collect();
-        out.extend(padded.windows(3).map(|w| (w[0] << 16) | (w[1] << 8) | w[2]));
+        let (mut a, mut b) = (u32::from(b' '), u32::from(b' '));
+        for c in word
+            .bytes()
+            .map(|c| u32::from(c.to_ascii_lowercase()))
+            .chain([u32::from(b' ')])
+        {
+            out.push((a << 16) | (b << 8) | c);
+            (a, b) = (b, c);
+        }
     }
 }
 
