@@ -93,7 +93,10 @@ impl Default for RetrievalProfile {
             trigram_middle_threshold: 0.55,
             // Same probe, enough 1/10/20/80: p50 3.3/19/25/33 ms, p95 9/43/53/74 ms. `mosaic eval`
             // (5k): enough 1 lost trigram-only nDCG@10 0.590 -> 0.532 and serving 0.926 -> 0.916
-            // (the close matches alone are too few); 10 and 20 kept 0.590 / 0.926-0.927.
+            // (the close matches alone are too few); 10 and 20 kept 0.590 / 0.926-0.927. Later,
+            // enough 5 / 3: trigram-only 0.584 / 0.569, serving 0.926 / 0.923; trigram-only per
+            // intent, exact SKU 0.999 -> 0.982 / 0.975, exact model 0.943 -> 0.934 / 0.869, typo
+            // 0.832 -> 0.821 / 0.789: a model's siblings come from the relaxed steps.
             trigram_enough: 10,
             // Descriptions are 4+ words; identities and category words are 1-3. At 100k an eight-word
             // description paid three GIN scans (7 + 14 + 18 ms, psql) for no match at any threshold.
