@@ -308,11 +308,13 @@ fn merge_step(merged: &mut Vec<(String, f64)>, step: Vec<(String, f64)>, limit: 
 /// One step of the trigram arm at word-similarity threshold `th`, taking
 /// at most `budget` matches: its best `trigram_limit` rows (best first,
 /// ties by product id) and whether it met the budget. The matches are
-/// scored here ([`WordSimilarity`]), not in the step's SQL.
+/// scored here by `scorer` (the query's [`WordSimilarity`], `None` for a
+/// query outside ASCII), not in the step's SQL.
 async fn trigram_step<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     q: &str,
+    scorer: Option<&WordSimilarity>,
     th: f64,
     budget: i64,
     profile: &RetrievalProfile,
@@ -323,13 +325,12 @@ async fn trigram_step<C: GenericClient>(
     ))
     .await?;
     let rows = db.query(TRIGRAM_SQL, &elig.params(&[&q, &budget])).await?;
-    let scorer = WordSimilarity::new(q);
     let mut scored: Vec<(String, f64)> = rows
         .iter()
         .map(|r| {
             let sql_score: Option<f64> = r.get(2);
             let score = sql_score
-                .or_else(|| Some(f64::from(scorer.as_ref()?.score(r.get(1))?)))
+                .or_else(|| Some(f64::from(scorer?.score(r.get(1))?)))
                 // Unreachable in a UTF-8 database: the SQL scores every
                 // text or query that is not ASCII.
                 .unwrap_or(0.0);
@@ -400,6 +401,8 @@ pub async fn trigram<C: GenericClient>(
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
     let q = query.to_lowercase();
+    let scorer = WordSimilarity::new(&q);
+    let scorer = scorer.as_ref();
     let limit = profile.trigram_limit;
     let enough = profile.trigram_enough.min(limit).max(1) as usize;
     let floor = profile.trigram_floor;
@@ -410,7 +413,7 @@ pub async fn trigram<C: GenericClient>(
     let budget = profile.trigram_scan_budget;
     let slice = elig.category_key.is_some() || elig.brand.is_some();
     if !long && !slice && elig.domain.is_none() && profile.trigram_perfect_first == 1 {
-        let (rows, _) = trigram_step(db, elig, &q, 1.0, limit, profile).await?;
+        let (rows, _) = trigram_step(db, elig, &q, scorer, 1.0, limit, profile).await?;
         if rows.len() as i64 >= limit {
             return Ok(ArmResult::new(
                 rows,
@@ -423,12 +426,13 @@ pub async fn trigram<C: GenericClient>(
         merged = rows;
     }
     if long || slice {
-        let (rows, floor_cut) = trigram_step(db, elig, &q, floor, budget, profile).await?;
+        let (rows, floor_cut) = trigram_step(db, elig, &q, scorer, floor, budget, profile).await?;
         merge_step(&mut merged, rows, limit);
         cut = floor_cut;
         if floor_cut && long {
             for th in trigram_steps(profile).into_iter().filter(|th| *th > floor) {
-                let (rows, step_cut) = trigram_step(db, elig, &q, th, budget, profile).await?;
+                let (rows, step_cut) =
+                    trigram_step(db, elig, &q, scorer, th, budget, profile).await?;
                 let found = rows.len();
                 merge_step(&mut merged, rows, limit);
                 served = th;
@@ -439,7 +443,7 @@ pub async fn trigram<C: GenericClient>(
         }
     } else {
         for th in trigram_steps(profile) {
-            let (rows, step_cut) = trigram_step(db, elig, &q, th, budget, profile).await?;
+            let (rows, step_cut) = trigram_step(db, elig, &q, scorer, th, budget, profile).await?;
             merge_step(&mut merged, rows, limit);
             served = th;
             cut = step_cut;
