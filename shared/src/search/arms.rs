@@ -292,6 +292,11 @@ pub fn trigram_steps(profile: &RetrievalProfile) -> Vec<f64> {
     steps
 }
 
+/// The arms' candidate order: score descending, ties by product id.
+fn best_first(a: &(String, f64), b: &(String, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0))
+}
+
 /// Adds one step's rows to the cascade's answer. A later (more relaxed)
 /// step's rows are a superset of the earlier ones unless its safety budget
 /// cut it, so the union keeps every better match an earlier step found.
@@ -301,7 +306,7 @@ fn merge_step(merged: &mut Vec<(String, f64)>, step: Vec<(String, f64)>, limit: 
             merged.push((id, score));
         }
     }
-    merged.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    merged.sort_by(best_first);
     merged.truncate(limit.max(0) as usize);
 }
 
@@ -337,7 +342,7 @@ async fn trigram_step<C: GenericClient>(
             (r.get(0), score)
         })
         .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored.sort_by(best_first);
     scored.truncate(profile.trigram_limit.max(0) as usize);
     // At the budget only the first `budget` matches (in physical order) were
     // scored: the step returned the limit, but not known to be the best.
@@ -500,7 +505,7 @@ pub async fn semantic<C: GenericClient>(
                 .await?,
         );
         // relaxed_order: re-sort the materialised top-k by score.
-        c.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        c.sort_by(best_first);
         if (c.len() as i64) < limit {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
