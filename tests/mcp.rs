@@ -202,7 +202,7 @@ async fn an_mcp_client_over_streamable_http() {
     server
         .arg("mcp")
         .args(["--http", "127.0.0.1:0"])
-        .args(server_args(&db, &["--anonymous"]))
+        .args(server_args(&db, &["--principal", "bob"]))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -220,8 +220,31 @@ async fn an_mcp_client_over_streamable_http() {
     );
     let report = client(&["http".to_string(), url]).await;
     assert_eq!(report["transport"], "http");
-    check_session(&report, &db, "anonymous").await;
+    check_session(&report, &db, "local:bob").await;
     child.kill().await.expect("stop the server");
+
+    // Another process, as the anonymous principal: bob's retrieval scope is
+    // refused with the generic refusal, as over HTTP.
+    let event = report["calls"][0]["structured"]["search_event_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut args = vec![
+        "--explain".to_string(),
+        event,
+        "stdio".to_string(),
+        MOSAIC.to_string(),
+        "mcp".to_string(),
+    ];
+    args.extend(server_args(&db, &["--anonymous"]));
+    let other = client(&args).await;
+    let calls = other["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["is_error"], true, "{other}");
+    assert_eq!(
+        calls[0]["structured"],
+        json!({"error": {"code": "not_found", "message": NOT_FOUND_MESSAGE}})
+    );
 }
 
 #[tokio::test]

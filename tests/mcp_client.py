@@ -3,6 +3,7 @@
     python tests/mcp_client.py [--query TEXT] stdio COMMAND [ARG...]
     python tests/mcp_client.py [--query TEXT] http URL
     python tests/mcp_client.py --record ...   (a readable transcript instead)
+    python tests/mcp_client.py --explain SCOPE ...   (one explain_retrieval call)
 
 One session: initialize, list the tools, search (limit 5, authorized_limit
 2), evidence for a granted product, evidence for an ungranted one, compare
@@ -11,6 +12,8 @@ out-of-range argument and evidence under a retrieval scope that does not
 exist. Prints one JSON document on stdout: the server's identity, the tool
 list as received, and every call with its arguments, `isError`, structured
 content and text. The integration test (tests/mcp.rs) asserts on it.
+With --explain, the session is initialize and one explain_retrieval call
+on the given retrieval scope (another process's search, say).
 """
 
 import argparse
@@ -32,7 +35,7 @@ def text_of(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
 
 
-async def session(read, write, query, transport):
+async def session(read, write, query, transport, explain=None):
     out = {"transport": transport, "calls": []}
     async with ClientSession(read, write) as s:
         init = await s.initialize()
@@ -56,6 +59,10 @@ async def session(read, write, query, transport):
             }
             out["calls"].append(entry)
             return entry
+
+        if explain is not None:
+            await call("explain_retrieval", {"retrieval_scope_id": explain})
+            return out
 
         search = await call(
             "search_products", {"query": query, "limit": 5, "authorized_limit": 2}
@@ -116,6 +123,7 @@ async def main():
     p = argparse.ArgumentParser()
     p.add_argument("--query", default="wireless headphones")
     p.add_argument("--record", action="store_true")
+    p.add_argument("--explain", metavar="SCOPE")
     p.add_argument("transport", choices=["stdio", "http"])
     p.add_argument("target", nargs=argparse.REMAINDER)
     a = p.parse_args()
@@ -124,10 +132,10 @@ async def main():
     if a.transport == "stdio":
         params = StdioServerParameters(command=a.target[0], args=a.target[1:])
         async with stdio_client(params) as (read, write):
-            out = await session(read, write, a.query, "stdio")
+            out = await session(read, write, a.query, "stdio", a.explain)
     else:
         async with streamable_http_client(a.target[0]) as (read, write):
-            out = await session(read, write, a.query, "http")
+            out = await session(read, write, a.query, "http", a.explain)
     sys.stdout.write(record(out) if a.record else json.dumps(out) + "\n")
 
 
