@@ -15,7 +15,7 @@ export MOSAIC_TEST_RUNTIME_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@12
 # The local cluster's private test CA (scripts/db.sh), for the TLS tests.
 export MOSAIC_TEST_TLS_CA ?= $(CURDIR)/.mosaic/pg/tls/ca.crt
 
-.PHONY: demo demo-stop test db db-stop model build check-template sam-build migrate sample embed stats bench fmt lint clean-test-dbs help
+.PHONY: demo demo-stop test db db-stop model build check-template sam-build mcp-client migrate sample embed stats bench fmt lint clean-test-dbs help
 
 help:
 	@echo "make demo   - local database, sample catalog, embeddings, server, example calls"
@@ -69,8 +69,12 @@ check-template:
 sam-build:
 	@bash scripts/sam-build.sh
 
+# The official MCP Python SDK the `mosaic mcp` test drives it with.
+mcp-client:
+	@bash scripts/mcp-client.sh
+
 # The Lambda emulator tests drive the `bootstrap` files `sam build` made.
-test: db model clean-test-dbs check-template sam-build
+test: db model clean-test-dbs check-template sam-build mcp-client
 	MOSAIC_LAMBDA_BOOTSTRAP_DIR=$(CURDIR)/.aws-sam/build cargo test --workspace --no-fail-fast
 	cargo test -p mosaic --features aws --test aws_stubs
 

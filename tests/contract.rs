@@ -534,6 +534,75 @@ fn openapi_documents_the_four_routes() {
     }
 }
 
+/// The MCP tool list (what `GET /api/tools?surface=mcp` and `mosaic mcp`
+/// serve) is the contract's operations, in contract order, with their
+/// schemas unchanged.
+#[test]
+fn the_mcp_tool_list_is_the_contract_operations() {
+    let listing = contract::tools("mcp").unwrap();
+    assert_eq!(
+        listing.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["tools"]
+    );
+    let tools = listing["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let operations: Vec<&str> = contract::operations()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, operations);
+    assert_eq!(names.len(), 4);
+    for t in tools {
+        let name = t["name"].as_str().unwrap();
+        let o = op(name);
+        let keys: BTreeSet<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from([
+                "name",
+                "title",
+                "description",
+                "inputSchema",
+                "outputSchema",
+                "annotations"
+            ]),
+            "{name}"
+        );
+        // MCP tool names: 1 to 128 of A-Z a-z 0-9 _ - .
+        assert!(
+            (1..=128).contains(&name.len())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)),
+            "{name}"
+        );
+        assert_eq!(t["title"], o["title"], "{name}");
+        assert_eq!(t["description"], o["description"], "{name}");
+        assert_eq!(t["inputSchema"], o["input_schema"], "{name}");
+        assert_eq!(t["outputSchema"], o["output_schema"], "{name}");
+        // MCP takes object schemas for both; structured content is an object.
+        assert_eq!(t["inputSchema"]["type"], "object", "{name}");
+        assert_eq!(t["outputSchema"]["type"], "object", "{name}");
+        for r in t["outputSchema"]["required"].as_array().unwrap() {
+            assert!(
+                t["outputSchema"]["properties"][r.as_str().unwrap()].is_object(),
+                "{name}: {r}"
+            );
+        }
+        assert_eq!(
+            t["annotations"],
+            json!({
+                "title": o["title"],
+                "readOnlyHint": o["read_only"],
+                "idempotentHint": o["idempotent"],
+                "destructiveHint": false,
+                "openWorldHint": false,
+            }),
+            "{name}"
+        );
+    }
+}
+
 /// Walks a schema and returns every keyword used (property names aside).
 fn keywords(schema: &Value, out: &mut BTreeSet<String>) {
     if let Some(m) = schema.as_object() {

@@ -7,6 +7,7 @@ mod bench_cmd;
 mod contract_cmd;
 mod embedder;
 mod eval_cmd;
+mod mcp_cmd;
 mod scoped_cmd;
 mod search_cmd;
 mod serve_cmd;
@@ -219,6 +220,9 @@ enum Command {
         #[command(flatten)]
         embedder: embedder::EmbedderArgs,
     },
+    /// Serve the four operations as an MCP server (stdio, or streamable
+    /// HTTP with --http) for agents and desktop MCP clients.
+    Mcp(mcp_cmd::McpArgs),
     /// Generate the artefacts projected from the contract (SKILL.md table,
     /// HTTP reference, OpenAPI, AgentCore tools); --check only compares.
     Contract {
@@ -503,6 +507,7 @@ async fn main() -> Result<()> {
             let ctx = runtime.ctx(&embedder, serve_cmd::POOL_SIZE)?;
             serve_cmd::run(ctx, addr).await?;
         }
+        Command::Mcp(args) => mcp_cmd::run(args).await?,
         Command::Contract { action, check } => contract_cmd::run(&action, check)?,
         Command::Eval(args) => eval_cmd::run(args).await?,
         Command::Bench(args) => bench_cmd::run(args).await?,

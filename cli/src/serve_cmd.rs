@@ -34,7 +34,7 @@ pub async fn run(ctx: Ctx, addr: SocketAddr) -> Result<()> {
 }
 
 /// Resolves on Ctrl-C or (on Unix) SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

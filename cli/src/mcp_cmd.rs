@@ -1,0 +1,474 @@
+//! `mosaic mcp`: the four operations as a Model Context Protocol server, over
+//! stdio (what desktop clients launch) or streamable HTTP (`--http ADDR`,
+//! endpoint `/mcp`).
+//!
+//! Nothing here restates the contract: the tool list is the contract's MCP
+//! projection ([`mosaic::contract::tools`] with surface `mcp`, the listing
+//! `GET /api/tools?surface=mcp` serves), read into the SDK's tool type, and a
+//! call runs [`Operation::call`] on the flat arguments, as an AgentCore tool
+//! call does. The library validates the arguments.
+//!
+//! - The principal is fixed for the process: `--principal NAME` serves as
+//!   the local principal `local:NAME`; `--anonymous` serves as the anonymous
+//!   principal. One of the two is required.
+//! - A result is the operation's JSON as structured content, plus a short
+//!   text rendering.
+//! - A refusal or a bad argument is a tool error (`isError: true`) whose
+//!   structured content is the contract's error envelope
+//!   `{"error": {"code", "message", "field"?}}` and whose text starts with
+//!   the code. Every scope refusal is the same generic `not_found`.
+//! - Logs go to stderr (stdout carries the protocol in stdio mode): one line
+//!   per call with the tool, the outcome and the duration, never arguments.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use mosaic::lambda::{Operation, MAX_PRINCIPAL_CHARS};
+use mosaic::{contract, Ctx, Error, Principal};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The streamable HTTP endpoint's path.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// Database connections: one client over stdio, a few over HTTP.
+const STDIO_POOL: usize = 2;
+const HTTP_POOL: usize = 4;
+
+#[derive(Args, Clone)]
+pub struct McpArgs {
+    /// Serve streamable HTTP on this address (endpoint /mcp), e.g.
+    /// 127.0.0.1:8788; without it the server speaks MCP on stdin/stdout.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The caller every call runs as, served as the local principal
+    /// `local:NAME`: searches record it and scoped calls must match it.
+    #[arg(long, value_name = "NAME", required_unless_present = "anonymous")]
+    principal: Option<String>,
+    /// Run every call as the anonymous principal instead.
+    #[arg(long, conflicts_with = "principal")]
+    anonymous: bool,
+    #[command(flatten)]
+    runtime: crate::RuntimeArgs,
+    #[command(flatten)]
+    embedder: crate::embedder::EmbedderArgs,
+}
+
+/// The principal of a local server process: `local:NAME`. Names are 1 to
+/// 512 characters (prefix included) without control characters.
+pub fn local_principal(name: &str) -> Result<Principal> {
+    let principal = format!("local:{name}");
+    if name.is_empty()
+        || principal.chars().count() > MAX_PRINCIPAL_CHARS
+        || name.chars().any(char::is_control)
+    {
+        bail!(
+            "--principal must be 1 to {MAX_PRINCIPAL_CHARS} characters without control characters"
+        );
+    }
+    Ok(Principal(principal))
+}
+
+pub async fn run(args: McpArgs) -> Result<()> {
+    let principal = match (&args.principal, args.anonymous) {
+        (_, true) => Principal::anonymous(),
+        (Some(name), false) => local_principal(name)?,
+        (None, false) => bail!("give --principal NAME, or --anonymous"),
+    };
+    let pool = if args.http.is_some() {
+        HTTP_POOL
+    } else {
+        STDIO_POOL
+    };
+    let ctx = args.runtime.ctx(&args.embedder, pool)?;
+    let server = McpServer::new(ctx, principal)?;
+    match args.http {
+        None => serve_stdio(server).await,
+        Some(addr) => serve_http(server, addr).await,
+    }
+}
+
+async fn serve_stdio(server: McpServer) -> Result<()> {
+    eprintln!(
+        "mosaic mcp: serving MCP on stdio as {}",
+        server.principal.as_str()
+    );
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("the MCP handshake on stdio failed")?;
+    running.waiting().await.context("the MCP server stopped")?;
+    Ok(())
+}
+
+async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let principal = server.principal.as_str().to_string();
+    // Host-header checks (DNS rebinding) stay on: loopback names and the
+    // address bound.
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts([
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+        bound.ip().to_string(),
+    ]);
+    let stop = config.cancellation_token.clone();
+    let service: StreamableHttpService<McpServer, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+    let router = axum::Router::new().nest_service(HTTP_PATH, service);
+    // The URL on stdout (the first line), the rest on stderr.
+    println!("http://{bound}{HTTP_PATH}");
+    eprintln!("mosaic mcp: serving MCP (streamable HTTP) on http://{bound}{HTTP_PATH} as {principal}; stop with Ctrl-C");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            crate::serve_cmd::shutdown_signal().await;
+            stop.cancel();
+        })
+        .await
+        .context("the MCP HTTP server failed")?;
+    Ok(())
+}
+
+/// The MCP handler: the context, the process's principal and the tools.
+#[derive(Clone)]
+pub struct McpServer {
+    ctx: Ctx,
+    principal: Principal,
+    tools: Arc<Vec<Tool>>,
+}
+
+/// The contract's MCP tool listing as the SDK's tool type.
+pub fn contract_tools() -> Result<Vec<Tool>> {
+    let listing = contract::tools("mcp").map_err(|e| anyhow::anyhow!("{e}"))?;
+    serde_json::from_value(listing["tools"].clone())
+        .context("the contract's MCP listing is not a list of MCP tools")
+}
+
+impl McpServer {
+    pub fn new(ctx: Ctx, principal: Principal) -> Result<Self> {
+        Ok(McpServer {
+            ctx,
+            principal,
+            tools: Arc::new(contract_tools()?),
+        })
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let c = contract::contract();
+        let service = c["service"]["name"].as_str().unwrap_or("mosaic");
+        let mut implementation = Implementation::new(service, env!("CARGO_PKG_VERSION"));
+        if let Some(title) = c["service"]["title"].as_str() {
+            implementation = implementation.with_title(title);
+        }
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let Some(op) = Operation::ALL.into_iter().find(|op| op.name() == name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`"),
+                None,
+            ));
+        };
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let started = Instant::now();
+        let out = mosaic::error::catch_panic(op.call(&self.ctx, &self.principal, &args)).await;
+        let ms = started.elapsed().as_millis() as u64;
+        match &out {
+            Ok(_) => tracing::info!(tool = %name, ms, "mcp call"),
+            Err(e @ (Error::Internal(_) | Error::Unavailable(_))) => {
+                tracing::error!(tool = %name, ms, error = %e, "mcp call failed")
+            }
+            Err(e) => {
+                tracing::info!(tool = %name, ms, code = e.code().as_str(), "mcp call refused")
+            }
+        }
+        Ok(tool_result(&name, out).into())
+    }
+}
+
+const INSTRUCTIONS: &str = "Product retrieval over one catalog. Call search_products first; \
+its search_event_id is the retrieval_scope_id of get_product_evidence, compare_products and \
+explain_retrieval, which only accept products the search granted (granted: true). A refusal is \
+the generic not_found error.";
+
+/// The MCP result of an operation's outcome.
+pub fn tool_result(name: &str, out: Result<Value, Error>) -> CallToolResult {
+    match out {
+        Ok(v) => {
+            let mut r = CallToolResult::success(vec![ContentBlock::text(render(name, &v))]);
+            r.structured_content = Some(v);
+            r
+        }
+        Err(e) => {
+            let body = e.body();
+            let err = &body["error"];
+            let mut text = format!("{}: {}", text(&err["code"]), text(&err["message"]));
+            if let Some(field) = err["field"].as_str() {
+                text.push_str(&format!(" (field `{field}`)"));
+            }
+            let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
+            r.structured_content = Some(body);
+            r
+        }
+    }
+}
+
+// --------------------------------------------------------------- rendering
+
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+fn items(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// At most `n` characters of `s`, on one line.
+fn clip(s: &str, n: usize) -> String {
+    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= n {
+        one_line
+    } else {
+        let cut: String = one_line.chars().take(n).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+fn price(p: &Value) -> String {
+    match p["price_cents"].as_i64() {
+        Some(c) => format!(
+            "{}.{:02} {}",
+            c / 100,
+            (c % 100).abs(),
+            text(&p["currency"])
+        )
+        .trim_end()
+        .to_string(),
+        None => String::new(),
+    }
+}
+
+/// The short text an agent reads next to the structured result.
+pub fn render(name: &str, v: &Value) -> String {
+    match name {
+        "search_products" => render_search(v),
+        "get_product_evidence" => render_evidence(v),
+        "compare_products" => render_compare(v),
+        "explain_retrieval" => render_explain(v),
+        _ => String::new(),
+    }
+}
+
+fn render_search(v: &Value) -> String {
+    let results = items(&v["results"]);
+    let granted = results.iter().filter(|r| r["granted"] == true).count();
+    let mut s = format!(
+        "search_event_id {} (the retrieval_scope_id of the other tools); strategy {}; {} result(s), {} granted.\n",
+        text(&v["search_event_id"]),
+        text(&v["strategy"]),
+        results.len(),
+        granted
+    );
+    for r in results {
+        s.push_str(&format!(
+            "{}. {} | {} | {} | {} | {}{}\n",
+            r["rank"],
+            text(&r["product_id"]),
+            clip(text(&r["title"]), 80),
+            text(&r["brand"]),
+            price(r),
+            text(&r["availability"]),
+            if r["granted"] == true {
+                " | granted"
+            } else {
+                " | not granted"
+            }
+        ));
+    }
+    s
+}
+
+fn render_evidence(v: &Value) -> String {
+    let evidence = items(&v["evidence"]);
+    let mut s = format!(
+        "{} evidence unit(s) for {}",
+        evidence.len(),
+        text(&v["product_id"])
+    );
+    if let Some(intent) = v["intent"].as_str() {
+        s.push_str(&format!(" (intent {intent})"));
+    }
+    s.push_str(":\n");
+    for e in evidence {
+        let body = e["snippet"].as_str().unwrap_or_else(|| text(&e["text"]));
+        s.push_str(&format!(
+            "- [{}] {}: {} ({})\n",
+            text(&e["kind"]),
+            clip(text(&e["title"]), 60),
+            clip(body, 200),
+            text(&e["source_uri"])
+        ));
+    }
+    s
+}
+
+fn render_compare(v: &Value) -> String {
+    let products = items(&v["products"]);
+    let mut s = format!("{} product(s) compared:\n", products.len());
+    for p in products {
+        s.push_str(&format!(
+            "- {} | {} | {} | {}\n",
+            text(&p["product_id"]),
+            clip(text(&p["title"]), 80),
+            text(&p["brand"]),
+            price(p)
+        ));
+    }
+    let keys: Vec<&str> = items(&v["attributes"]["keys"]).iter().map(text).collect();
+    if !keys.is_empty() {
+        s.push_str(&format!("attributes: {}\n", keys.join(", ")));
+    }
+    s
+}
+
+fn render_explain(v: &Value) -> String {
+    let pool = items(&v["pool"]);
+    let granted = pool.iter().filter(|c| c["granted"] == true).count();
+    let mut s = format!(
+        "search event {}: strategy {}, rerank {}; pool of {} candidate(s), {} served, {} granted (limit {}, authorized_limit {}).\n",
+        text(&v["search_event_id"]),
+        text(&v["strategy"]),
+        text(&v["rerank_status"]),
+        v["pool_size"],
+        v["served_count"],
+        granted,
+        v["limit"],
+        v["authorized_limit"],
+    );
+    if let Some(q) = v["query_text"].as_str() {
+        s.push_str(&format!("query: {}\n", clip(q, 120)));
+    }
+    for c in pool.iter().take(10) {
+        let served = c["served_rank"]
+            .as_i64()
+            .map_or("not served".to_string(), |r| format!("served {r}"));
+        s.push_str(&format!(
+            "- pool {} | {} | {} | {}{}\n",
+            c["pre_rerank_rank"],
+            text(&c["product_id"]),
+            served,
+            text(&c["match_reason"]),
+            if c["granted"] == true {
+                " | granted"
+            } else {
+                ""
+            }
+        ));
+    }
+    if pool.len() > 10 {
+        s.push_str(&format!(
+            "({} more in the structured result)\n",
+            pool.len() - 10
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_tools_are_the_contracts_mcp_listing() {
+        let served = serde_json::to_value(contract_tools().unwrap()).unwrap();
+        assert_eq!(served, contract::tools("mcp").unwrap()["tools"]);
+        let names: Vec<String> = contract_tools()
+            .unwrap()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        let ops: Vec<&str> = Operation::ALL.iter().map(|o| o.name()).collect();
+        assert_eq!(names, ops);
+    }
+
+    #[test]
+    fn local_principals_are_namespaced_and_bounded() {
+        assert_eq!(local_principal("alice").unwrap().as_str(), "local:alice");
+        assert!(local_principal("").is_err());
+        assert!(local_principal("a\nb").is_err());
+        assert!(local_principal(&"p".repeat(MAX_PRINCIPAL_CHARS)).is_err());
+        assert!(local_principal(&"p".repeat(MAX_PRINCIPAL_CHARS - 6)).is_ok());
+    }
+
+    #[test]
+    fn errors_are_tool_errors_with_the_contract_envelope() {
+        let r = tool_result("get_product_evidence", Err(Error::NotFound));
+        assert_eq!(r.is_error, Some(true));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["structuredContent"],
+            json!({"error": {"code": "not_found", "message": mosaic::error::NOT_FOUND_MESSAGE}})
+        );
+        assert_eq!(
+            v["content"][0]["text"],
+            format!("not_found: {}", mosaic::error::NOT_FOUND_MESSAGE)
+        );
+        let r = tool_result(
+            "search_products",
+            Err(Error::invalid("limit", "`limit` must be 1 to 50")),
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["structuredContent"]["error"]["code"], "invalid_argument");
+        assert_eq!(v["structuredContent"]["error"]["field"], "limit");
+        assert_eq!(v["isError"], true);
+    }
+
+    #[test]
+    fn results_carry_the_operation_json() {
+        let out = json!({"search_event_id": "e", "strategy": "hybrid", "results": [
+            {"rank": 1, "product_id": "P-1", "title": "Kettle", "brand": "Acme",
+             "price_cents": 1999, "currency": "EUR", "availability": "in_stock", "granted": true}
+        ]});
+        let r = tool_result("search_products", Ok(out.clone()));
+        assert_eq!(r.is_error, Some(false));
+        assert_eq!(r.structured_content, Some(out));
+        let v = serde_json::to_value(&r).unwrap();
+        let text = v["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("search_event_id e"), "{text}");
+        assert!(
+            text.contains("1. P-1 | Kettle | Acme | 19.99 EUR | in_stock | granted"),
+            "{text}"
+        );
+    }
+}

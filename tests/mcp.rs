@@ -1,0 +1,270 @@
+//! `mosaic mcp` driven by a client the project did not write: the official
+//! MCP Python SDK (PyPI `mcp`, installed by scripts/mcp-client.sh into a
+//! private virtual environment) runs tests/mcp_client.py against the real
+//! binary, over stdio and over streamable HTTP, on a throw-away database.
+//!
+//! The client initializes, lists the tools, searches, asks for evidence on a
+//! granted and on an ungranted product, compares, explains, and makes two
+//! calls that must fail. The SDK itself checks every successful result's
+//! structured content against the tool's output schema.
+//!
+//! This test belongs to the `mosaic-cli` package (see cli/Cargo.toml) so
+//! that cargo builds the `mosaic` binary for it.
+
+use mosaic::contract;
+use mosaic::error::NOT_FOUND_MESSAGE;
+use mosaic_integration_tests::{principal_of, TestDb};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const MOSAIC: &str = env!("CARGO_BIN_EXE_mosaic");
+const SESSION_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn repo() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// The virtual environment's Python, after making sure (once per process)
+/// that the pinned SDK is installed there.
+fn python() -> PathBuf {
+    static INSTALLED: Mutex<bool> = Mutex::new(false);
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    if !*installed {
+        let status = std::process::Command::new("bash")
+            .arg(repo().join("scripts/mcp-client.sh"))
+            .status()
+            .expect("run scripts/mcp-client.sh");
+        assert!(
+            status.success(),
+            "scripts/mcp-client.sh failed: the MCP Python SDK is not installed"
+        );
+        *installed = true;
+    }
+    let venv = std::env::var_os("MOSAIC_MCP_VENV").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/mosaic/venv-mcp"),
+        PathBuf::from,
+    );
+    venv.join("bin/python")
+}
+
+/// The server's arguments after `mcp`: the test database and the hashing
+/// embedder its vectors were made with.
+fn server_args(db: &TestDb, identity: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = identity.iter().map(|s| s.to_string()).collect();
+    args.extend([
+        "--runtime-database-url".into(),
+        db.runtime_url(),
+        "--embedder".into(),
+        "hashing".into(),
+    ]);
+    args
+}
+
+/// Runs the client script; its JSON report.
+async fn client(args: &[String]) -> Value {
+    let mut cmd = Command::new(python());
+    cmd.arg(repo().join("tests/mcp_client.py"))
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(SESSION_TIMEOUT, cmd.output())
+        .await
+        .expect("the MCP session finishes in time")
+        .expect("run the MCP client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the MCP client failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client's report is not JSON ({e}):\n{stdout}\n{stderr}"))
+}
+
+/// Everything the session must show, whatever the transport.
+async fn check_session(report: &Value, db: &TestDb, principal: &str) {
+    let c = contract::contract();
+    assert_eq!(report["server_info"]["name"], c["service"]["name"]);
+    assert!(report["capabilities"]["tools"].is_object(), "{report}");
+
+    // The tool list is the contract's MCP listing, field for field.
+    let want = contract::tools("mcp").unwrap();
+    let want = want["tools"].as_array().unwrap();
+    let have = report["tools"].as_array().expect("tools");
+    assert_eq!(have.len(), 4);
+    for (have, want) in have.iter().zip(want) {
+        for key in [
+            "name",
+            "title",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        ] {
+            assert_eq!(have[key], want[key], "{} {key}", want["name"]);
+        }
+    }
+
+    let calls = report["calls"].as_array().expect("calls");
+    let tools: Vec<&str> = calls.iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "search_products",
+            "get_product_evidence",
+            "get_product_evidence",
+            "compare_products",
+            "explain_retrieval",
+            "search_products",
+            "get_product_evidence"
+        ]
+    );
+    let ok = |i: usize| {
+        let call = &calls[i];
+        assert_eq!(call["is_error"], false, "{call}");
+        assert!(!call["text"].as_str().unwrap().is_empty(), "{call}");
+        &call["structured"]
+    };
+
+    // search: the event is the process's principal's.
+    let search = ok(0);
+    let event = search["search_event_id"].as_str().expect("search_event_id");
+    assert_eq!(principal_of(db, event).await, principal);
+    assert_eq!(search["results"].as_array().unwrap().len(), 5);
+    assert!(calls[0]["text"].as_str().unwrap().contains(event));
+
+    // evidence on a granted product.
+    let evidence = ok(1);
+    assert_eq!(evidence["product_id"], calls[1]["arguments"]["product_id"]);
+    assert_eq!(evidence["retrieval_scope_id"], event);
+    assert!(!evidence["evidence"].as_array().unwrap().is_empty());
+
+    // evidence on an ungranted one: a tool error with the generic refusal.
+    let refusal = json!({"error": {"code": "not_found", "message": NOT_FOUND_MESSAGE}});
+    assert_eq!(calls[2]["is_error"], true, "{}", calls[2]);
+    assert_eq!(calls[2]["structured"], refusal);
+    assert_eq!(
+        calls[2]["text"],
+        format!("not_found: {NOT_FOUND_MESSAGE}").as_str()
+    );
+
+    // compare and explain.
+    let compared = ok(3);
+    let ids: Vec<&Value> = compared["products"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["product_id"])
+        .collect();
+    assert_eq!(
+        ids,
+        calls[3]["arguments"]["product_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    let explained = ok(4);
+    assert_eq!(explained["search_event_id"], event);
+    assert_eq!(explained["authorized_limit"], 2);
+
+    // An invalid argument: a tool error naming the field.
+    assert_eq!(calls[5]["is_error"], true, "{}", calls[5]);
+    assert_eq!(calls[5]["structured"]["error"]["code"], "invalid_argument");
+    assert_eq!(calls[5]["structured"]["error"]["field"], "limit");
+
+    // A scope that does not exist is refused exactly like an ungranted product.
+    assert_eq!(calls[6]["is_error"], true, "{}", calls[6]);
+    assert_eq!(calls[6]["structured"], refusal);
+    assert_eq!(calls[6]["text"], calls[2]["text"]);
+}
+
+#[tokio::test]
+async fn an_mcp_client_over_stdio() {
+    let db = TestDb::with_sample("mcp_stdio").await;
+    let mut args = vec!["stdio".to_string(), MOSAIC.to_string(), "mcp".to_string()];
+    args.extend(server_args(&db, &["--principal", "alice"]));
+    let report = client(&args).await;
+    assert_eq!(report["transport"], "stdio");
+    check_session(&report, &db, "local:alice").await;
+}
+
+#[tokio::test]
+async fn an_mcp_client_over_streamable_http() {
+    let db = TestDb::with_sample("mcp_http").await;
+    let mut server = Command::new(MOSAIC);
+    server
+        .arg("mcp")
+        .args(["--http", "127.0.0.1:0"])
+        .args(server_args(&db, &["--principal", "bob"]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = server.spawn().expect("start mosaic mcp --http");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the server prints its URL in time")
+        .expect("read the server's stdout")
+        .expect("the server prints its URL");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    let report = client(&["http".to_string(), url]).await;
+    assert_eq!(report["transport"], "http");
+    check_session(&report, &db, "local:bob").await;
+    child.kill().await.expect("stop the server");
+
+    // Another process, as the anonymous principal: bob's retrieval scope is
+    // refused with the generic refusal, as over HTTP.
+    let event = report["calls"][0]["structured"]["search_event_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut args = vec![
+        "--explain".to_string(),
+        event,
+        "stdio".to_string(),
+        MOSAIC.to_string(),
+        "mcp".to_string(),
+    ];
+    args.extend(server_args(&db, &["--anonymous"]));
+    let other = client(&args).await;
+    let calls = other["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["is_error"], true, "{other}");
+    assert_eq!(
+        calls[0]["structured"],
+        json!({"error": {"code": "not_found", "message": NOT_FOUND_MESSAGE}})
+    );
+}
+
+#[tokio::test]
+async fn an_identity_is_required() {
+    // Neither --principal nor --anonymous: refused before serving.
+    let out = Command::new(MOSAIC)
+        .args(["mcp", "--embedder", "hashing"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run mosaic mcp");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--principal"), "{stderr}");
+    // Both at once: refused too.
+    let out = Command::new(MOSAIC)
+        .args(["mcp", "--principal", "a", "--anonymous"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("run mosaic mcp");
+    assert!(!out.status.success());
+}
