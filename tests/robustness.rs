@@ -228,13 +228,17 @@ async fn a_query_with_more_negated_words_than_the_profile_allows_is_a_400() {
     assert_eq!(s, 200, "at the limit: {b}");
 }
 
-/// Statements of the runtime role still running (or waiting) on `db`.
-async fn running(owner: &Client, db: &TestDb) -> Vec<String> {
-    let rows = owner
+/// Statements of the runtime role still running (or waiting, or holding a
+/// transaction open) on `db`. `observer` must be a session of the runtime
+/// role itself: pg_stat_activity hides the state and query of other roles'
+/// sessions from a role without pg_read_all_stats.
+async fn running(observer: &Client, db: &TestDb) -> Vec<String> {
+    let rows = observer
         .query(
-            "SELECT state || ' ' || coalesce(wait_event_type, '-') || ': ' || query
+            "SELECT coalesce(state, '?') || ' ' || coalesce(wait_event_type, '-') || ': ' || coalesce(query, '?')
                FROM pg_stat_activity
-              WHERE datname = $1 AND usename = 'mosaic_runtime' AND state <> 'idle'",
+              WHERE datname = $1 AND usename = 'mosaic_runtime' AND pid <> pg_backend_pid()
+                AND backend_type = 'client backend' AND state IS DISTINCT FROM 'idle'",
             &[&db.name],
         )
         .await
@@ -283,7 +287,11 @@ where
     Fut: std::future::Future<Output = (u16, Value)>,
 {
     let mut locker = db.owner().await;
-    let observer = db.owner().await;
+    let observer = db.runtime().await;
+    assert!(
+        running(&observer, db).await.is_empty(),
+        "{what}: busy before"
+    );
     let tx = locker.transaction().await.unwrap();
     tx.batch_execute(lock).await.unwrap();
 

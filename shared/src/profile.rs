@@ -166,11 +166,14 @@ impl Default for RetrievalProfile {
             // mosaic bench, 100k products: three connections overlap the arms on two cores; see
             // BENCHMARKS.md for the p95 with one and with three.
             arm_connections: 3,
-            // Real exclusion lists are short ("headphones -wired -refurbished"): no query in the
-            // generated or the foreign judged sets negates more than two words. At 100k products one
-            // negated word adds one regex test per eligible row and arm; 10 keeps a worst-case query
-            // (every arm, no selective filter) within a small multiple of an ordinary one while leaving
-            // room for any list a person types. See BENCHMARKS.md for the measured cost per word.
+            // The eligibility predicate alone over all 5k sample products (psql, two runs): 0 negated
+            // words 0.7 ms, 1: 35-80 ms, 2: 47-55, 5: 156-165, 10: 208-238, 30: 600 ms, 100: 20-22 s,
+            // 300: 43-59 s. The cost is about 4 us per word and row examined, and past 32 distinct
+            // words PostgreSQL's cache of compiled regular expressions thrashes and every row
+            // recompiles them (the cliff between 30 and 100). Real exclusion lists are short
+            // ("headphones -wired -refurbished"); 10 leaves room for any list a person types, stays
+            // far below the cliff, and bounds a broad statement at 100k products to a few seconds,
+            // under `statement_timeout_ms`. See BENCHMARKS.md.
             max_negated_terms: 10,
             // At 1M products on two cores the whole search's p99 is 1.45 s (BENCHMARKS.md); a single
             // statement past 5 s means an unhealthy or locked database, not a slow query, and one such

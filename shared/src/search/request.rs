@@ -388,6 +388,52 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_are_refused_with_the_field_named() {
+        let field = |v: Value| {
+            parse(v).unwrap_err().body()["error"]["field"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(field(json!({"query": "a\u{0}b"})), "query");
+        assert_eq!(
+            field(json!({"query": "a", "filters": {"attributes": {"k": "v\u{0}"}}})),
+            "filters.attributes.k"
+        );
+        assert_eq!(
+            field(json!({"query": "a", "filters": {"attributes": {"k\u{1}": 1}}})),
+            "filters.attributes"
+        );
+        assert_eq!(
+            field(json!({"query": "a", "session_id": "s\u{202e}"})),
+            "session_id"
+        );
+        assert_eq!(
+            field(json!({"query": "a", "session_id": "s\t1"})),
+            "session_id"
+        );
+        // In prose, tab and line breaks are whitespace.
+        let r = parse(json!({"query": "a\tb\r\nc"})).unwrap();
+        assert_eq!(r.normalized_query.as_deref(), Some("a b c"));
+        assert!(check_text("x", "mañana 漢字 🙂", TextKind::Token).is_ok());
+    }
+
+    #[test]
+    fn negated_words_are_limited_by_the_profile() {
+        let profile = RetrievalProfile::default();
+        let words = |n: usize| {
+            (0..n)
+                .map(|i| format!("-w{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let q = format!("kettle {}", words(profile.max_negated_terms));
+        assert!(parse(json!({ "query": q })).is_ok());
+        let q = format!("kettle {}", words(profile.max_negated_terms + 1));
+        assert_eq!(parse(json!({ "query": q })).unwrap_err().status(), 400);
+    }
+
+    #[test]
     fn flat_and_nested_shapes_agree() {
         let nested = parse(
             json!({"query": "kettle", "filters": {"max_price_cents": 5000, "in_stock_only": true}}),
