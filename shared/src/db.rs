@@ -12,8 +12,8 @@
 //! ([`bounded_transaction`], [`set_statement_timeout`]), so the server stops
 //! it even when the client is gone; and every pooled connection an operation
 //! holds is a [`Conn`], which cancels a statement still in flight when the
-//! operation is abandoned (its future dropped at a deadline) and only then
-//! lets the connection be used again.
+//! operation is abandoned (its future dropped at a deadline) and then closes
+//! the connection instead of handing it to the next request.
 
 use sha2::{Digest, Sha256};
 use std::str::FromStr;
@@ -629,28 +629,26 @@ impl Canceller {
     }
 }
 
-/// How long an abandoned connection may take to come back idle after its
-/// statement was cancelled; past it the connection is closed instead.
-pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// A pooled connection that cannot be reused while a statement of an
-/// abandoned operation still runs on it.
+/// A pooled connection that is never reused while a statement of an
+/// abandoned operation may still run on it.
 ///
 /// It dereferences to the [`Client`]; every use marks it busy, and
 /// [`Conn::settle`] marks that nothing is in flight any more. Dropped while
 /// busy (the operation's future was dropped at its deadline, or it returned
-/// early with an error), it does not go straight back to the pool: a
-/// background task sends the server a cancel request for whatever the
-/// connection is running, waits until the connection answers a `ROLLBACK`
-/// (which runs only after the cancelled statement and leaves no transaction
-/// open), and only then releases it to the pool. If the cancel cannot be
-/// sent (a proxy that does not forward cancel requests) the statement still
-/// ends at its `statement_timeout`; a connection that does not settle within
-/// [`SETTLE_TIMEOUT`], or fails to, is closed and replaced.
+/// early with an error), it does not go back to the pool: a background task
+/// sends the server a cancel request for whatever the connection is running,
+/// then closes the connection, and the pool opens a fresh one when it is
+/// next needed.
+///
+/// Closing rather than reusing is deliberate: a cancel request is delivered
+/// asynchronously (the postmaster signals the backend), so on a reused
+/// connection a late cancel could hit the next request's statement. If the
+/// cancel cannot be sent (a proxy that does not forward cancel requests),
+/// the server still stops the statement at its `statement_timeout`.
 ///
 /// The local server and the Lambda functions share this through the
 /// operations themselves: whichever transport's deadline drops the future,
-/// the statement is cancelled before the connection is used again.
+/// the statement is cancelled and its connection serves no one else.
 pub struct Conn {
     obj: Option<deadpool_postgres::Object>,
     canceller: Canceller,
@@ -722,22 +720,12 @@ impl Drop for Conn {
     }
 }
 
-/// Cancels what an abandoned connection runs, then releases it to the pool
-/// once it is idle again, or closes it.
+/// Cancels what an abandoned connection runs, then closes it.
 async fn abandon(obj: deadpool_postgres::Object, canceller: Canceller) {
     if let Err(e) = canceller.cancel(&obj.cancel_token()).await {
         tracing::warn!(error = %describe_connect_error(&e), "cancel request failed");
     }
-    match tokio::time::timeout(SETTLE_TIMEOUT, obj.simple_query("ROLLBACK")).await {
-        Ok(Ok(_)) => drop(obj),
-        outcome => {
-            tracing::warn!(
-                timed_out = outcome.is_err(),
-                "an abandoned connection did not settle; closing it"
-            );
-            drop(deadpool_postgres::Object::take(obj));
-        }
-    }
+    drop(deadpool_postgres::Object::take(obj));
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ pub async fn handle_with_limit(
     max_body: usize,
 ) -> HttpResponse {
     // Past the deadline the operation's future is dropped: its connection
-    // cancels the statement in flight before anyone reuses it.
+    // cancels the statement in flight and is closed, not reused.
     let deadline = Duration::from_millis(ctx.profile.request_deadline_ms);
     let outcome = crate::db::within(
         deadline,

@@ -84,7 +84,7 @@ pub struct RetrievalProfile {
     pub statement_timeout_ms: u64,
     /// Deadline of one whole operation in the HTTP router (local server and
     /// API Gateway). Past it the answer is 503 and the statement in flight is
-    /// cancelled before its connection is used again ([`crate::db::Conn`]).
+    /// cancelled and its connection closed ([`crate::db::Conn`]).
     /// The Lambda function timeout must leave a margin above it.
     pub request_deadline_ms: u64,
     /// Days a receipt (event and candidates) is kept. `mosaic receipts
