@@ -98,7 +98,10 @@ fn pool_only(explained: &Value) -> Vec<String> {
 /// nevertheless marks `products` granted: only the NULL may refuse it.
 async fn legacy_event(db: &TestDb, principal: &str, products: &[&str]) -> String {
     let id = Uuid::new_v4();
-    let owner = db.owner().await;
+    let mut owner = db.owner().await;
+    // One transaction, as the service writes receipts: the candidates'
+    // day (`event_created_at`) is the event's `created_at`.
+    let owner = owner.transaction().await.unwrap();
     owner
         .execute(
             "INSERT INTO receipts.search_events (search_event_id, principal, query_text, normalized_query,
@@ -122,6 +125,7 @@ async fn legacy_event(db: &TestDb, principal: &str, products: &[&str]) -> String
             .await
             .unwrap();
     }
+    owner.commit().await.unwrap();
     id.to_string()
 }
 

@@ -8,6 +8,7 @@ mod contract_cmd;
 mod embedder;
 mod eval_cmd;
 mod mcp_cmd;
+mod receipts_cmd;
 mod scoped_cmd;
 mod search_cmd;
 mod serve_cmd;
@@ -90,7 +91,7 @@ impl TargetArgs {
     fn target(&self) -> Result<scoped_cmd::Target> {
         Ok(match &self.server {
             Some(url) => scoped_cmd::Target::Server(url.clone()),
-            None => scoped_cmd::Target::Local(self.runtime.ctx(&self.embedder, 2)?),
+            None => scoped_cmd::Target::Local(Box::new(self.runtime.ctx(&self.embedder, 2)?)),
         })
     }
 
@@ -237,6 +238,9 @@ enum Command {
     /// Benchmark latency per stage, recall, floor ratio and throughput on
     /// dedicated databases (hashing embedder; local reranker off).
     Bench(bench_cmd::BenchArgs),
+    /// Keep receipts for the retention period: purge now, or schedule the
+    /// purge with pg_cron (owner role).
+    Receipts(receipts_cmd::ReceiptsArgs),
     /// Print catalog statistics.
     Stats {
         #[command(flatten)]
@@ -511,6 +515,7 @@ async fn main() -> Result<()> {
         Command::Contract { action, check } => contract_cmd::run(&action, check)?,
         Command::Eval(args) => eval_cmd::run(args).await?,
         Command::Bench(args) => bench_cmd::run(args).await?,
+        Command::Receipts(args) => receipts_cmd::run(args).await?,
         Command::Stats { db: d, json } => {
             let client = connect(&d).await?;
             let s = mosaic::catalog::stats(&client).await?;

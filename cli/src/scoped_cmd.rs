@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 /// Where an operation runs.
 pub enum Target {
-    Local(Ctx),
+    Local(Box<Ctx>),
     Server(String),
 }
 

@@ -31,6 +31,8 @@ pub struct Ctx {
     pub embedder: Option<Arc<dyn Embedder>>,
     pub reranker: Option<Arc<dyn Reranker>>,
     pub profile: RetrievalProfile,
+    /// How the pool's connections send cancel requests ([`crate::db::Conn`]).
+    pub canceller: crate::db::Canceller,
 }
 
 impl Ctx {
@@ -52,6 +54,7 @@ impl Ctx {
         let manager_config = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
+        let canceller = crate::db::Canceller::for_target(&target);
         #[cfg(feature = "tls")]
         if let Some(tls) = &target.tls {
             let mgr = Manager::from_config(
@@ -59,10 +62,10 @@ impl Ctx {
                 crate::tls::MakeRustlsConnect::new(tls.clone()),
                 manager_config,
             );
-            return Self::with_manager(mgr, max_connections, profile);
+            return Ok(Self::with_manager(mgr, max_connections, profile)?.with_canceller(canceller));
         }
         let mgr = Manager::from_config(cfg, tokio_postgres::NoTls, manager_config);
-        Self::with_manager(mgr, max_connections, profile)
+        Ok(Self::with_manager(mgr, max_connections, profile)?.with_canceller(canceller))
     }
 
     /// A context over a pool manager built elsewhere (the AWS connection of
@@ -84,12 +87,24 @@ impl Ctx {
             embedder: None,
             reranker: None,
             profile,
+            canceller: crate::db::Canceller::default(),
         })
     }
 
     pub fn with_embedder(mut self, e: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(e);
         self
+    }
+
+    pub fn with_canceller(mut self, c: crate::db::Canceller) -> Self {
+        self.canceller = c;
+        self
+    }
+
+    /// A connection from the pool that cancels its statement if the
+    /// operation holding it is abandoned ([`crate::db::Conn`]).
+    pub async fn conn(&self) -> Result<crate::db::Conn, deadpool_postgres::PoolError> {
+        crate::db::Conn::get(&self.pool, &self.canceller).await
     }
 
     pub fn with_reranker(mut self, r: Arc<dyn Reranker>) -> Self {

@@ -6,10 +6,20 @@
 //! with a checksum, and skipped when already applied: running them twice is a
 //! no-op. A migration that changed after it was applied is an error, never a
 //! silent re-run.
+//!
+//! Bounded statements: every statement an operation runs sits in a
+//! transaction that sets `statement_timeout` with `SET LOCAL`
+//! ([`bounded_transaction`], [`set_statement_timeout`]), so the server stops
+//! it even when the client is gone; and every pooled connection an operation
+//! holds is a [`Conn`], which cancels a statement still in flight when the
+//! operation is abandoned (its future dropped at a deadline) and then closes
+//! the connection instead of handing it to the next request.
 
 use sha2::{Digest, Sha256};
 use std::str::FromStr;
-use tokio_postgres::{Client, NoTls};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio_postgres::{CancelToken, Client, GenericClient, NoTls, Transaction};
 
 /// The local development database the project starts itself
 /// (`scripts/db.sh`): the owner role, used for migrations and loading.
@@ -45,6 +55,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_inline_embeddings.sql"),
     migration!(9, "0009_hnsw_build_quality.sql"),
     migration!(10, "0010_metadata_order.sql"),
+    migration!(12, "0012_receipt_retention.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
@@ -466,6 +477,255 @@ pub async fn connect_plain(url: &str) -> Result<Client, tokio_postgres::Error> {
         }
     });
     Ok(client)
+}
+
+/// What one receipt purge did ([`purge_receipts`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PurgeReport {
+    pub retention_days: u32,
+    /// Day partitions (events and their candidates) dropped.
+    pub dropped_days: i32,
+    /// Expired rows deleted from the default partitions (rows written while
+    /// their day had no partition of its own).
+    pub deleted_events: i64,
+    pub deleted_candidates: i64,
+    /// Day partitions created for the coming week.
+    pub created_days: i32,
+}
+
+/// Drops the receipts older than `retention_days` whole UTC days and
+/// prepares the coming week's partitions (`receipts.purge`, migration 0012).
+/// Needs the owner role: the runtime role can neither delete nor drop.
+pub async fn purge_receipts(
+    client: &Client,
+    retention_days: u32,
+) -> Result<PurgeReport, tokio_postgres::Error> {
+    let days = i32::try_from(retention_days).unwrap_or(i32::MAX);
+    let row = client
+        .query_one(
+            "SELECT dropped_days, deleted_events, deleted_candidates, created_days FROM receipts.purge($1)",
+            &[&days],
+        )
+        .await?;
+    Ok(PurgeReport {
+        retention_days,
+        dropped_days: row.get(0),
+        deleted_events: row.get(1),
+        deleted_candidates: row.get(2),
+        created_days: row.get(3),
+    })
+}
+
+/// The pg_cron job that runs the purge daily inside the database (Aurora
+/// PostgreSQL ships pg_cron): the SQL to run as the owner role in the
+/// database pg_cron is installed in (`cron.database_name`, by default
+/// `postgres`). Scheduling again under the same job name replaces the job.
+pub fn purge_schedule_sql(retention_days: u32, cron: &str, database: &str) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    format!(
+        "SELECT cron.schedule_in_database({}, {}, {}, {});",
+        quote(PURGE_JOB),
+        quote(cron),
+        quote(&format!("SELECT * FROM receipts.purge({retention_days})")),
+        quote(database)
+    )
+}
+
+/// The pg_cron job name of the receipt purge.
+pub const PURGE_JOB: &str = "mosaic-receipts-purge";
+
+/// Sets `statement_timeout` for the rest of the current transaction
+/// (`set_config(..., true)` is `SET LOCAL`: outside a transaction it would do
+/// nothing). Needs no startup option, so it works through RDS Proxy without
+/// pinning the connection.
+pub async fn set_statement_timeout<C: GenericClient>(
+    tx: &C,
+    timeout_ms: u64,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "SELECT set_config('statement_timeout', $1, true)",
+        &[&timeout_ms.to_string()],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Starts a transaction whose every statement the server stops after
+/// `timeout_ms` (see [`set_statement_timeout`]).
+pub async fn bounded_transaction(
+    client: &mut Client,
+    timeout_ms: u64,
+    read_only: bool,
+) -> Result<Transaction<'_>, tokio_postgres::Error> {
+    let tx = client
+        .build_transaction()
+        .read_only(read_only)
+        .start()
+        .await?;
+    set_statement_timeout(&tx, timeout_ms).await?;
+    Ok(tx)
+}
+
+/// Runs an operation under a deadline: past it the operation's future is
+/// dropped (any [`Conn`] it held cancels its statement) and the answer is
+/// [`Error::Unavailable`](crate::error::Error::Unavailable).
+pub async fn within<T, F>(deadline: Duration, what: &str, f: F) -> Result<T, crate::error::Error>
+where
+    F: std::future::Future<Output = Result<T, crate::error::Error>>,
+{
+    match tokio::time::timeout(deadline, f).await {
+        Ok(out) => out,
+        Err(_) => Err(crate::error::Error::Unavailable(format!(
+            "{what}: the {} ms deadline passed",
+            deadline.as_millis()
+        ))),
+    }
+}
+
+/// How a pool's connections send PostgreSQL cancel requests: over the same
+/// kind of transport as the connections themselves (a cancel request is a
+/// new connection to the server).
+#[derive(Clone, Default)]
+pub enum Canceller {
+    /// Plain TCP (the local cluster).
+    #[default]
+    Plain,
+    /// Verified TLS with this client configuration.
+    #[cfg(feature = "tls")]
+    Tls(std::sync::Arc<rustls::ClientConfig>),
+}
+
+impl std::fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Canceller::Plain => f.write_str("Canceller::Plain"),
+            #[cfg(feature = "tls")]
+            Canceller::Tls(_) => f.write_str("Canceller::Tls"),
+        }
+    }
+}
+
+impl Canceller {
+    /// The canceller for connections to `target`.
+    pub fn for_target(target: &Target) -> Self {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &target.tls {
+            return Canceller::Tls(tls.clone());
+        }
+        let _ = target;
+        Canceller::Plain
+    }
+
+    async fn cancel(&self, token: &CancelToken) -> Result<(), tokio_postgres::Error> {
+        match self {
+            Canceller::Plain => token.cancel_query(NoTls).await,
+            #[cfg(feature = "tls")]
+            Canceller::Tls(tls) => {
+                token
+                    .cancel_query(crate::tls::MakeRustlsConnect::new(tls.clone()))
+                    .await
+            }
+        }
+    }
+}
+
+/// A pooled connection that is never reused while a statement of an
+/// abandoned operation may still run on it.
+///
+/// It dereferences to the [`Client`]; every use marks it busy, and
+/// [`Conn::settle`] marks that nothing is in flight any more. Dropped while
+/// busy (the operation's future was dropped at its deadline, or it returned
+/// early with an error), it does not go back to the pool: a background task
+/// sends the server a cancel request for whatever the connection is running,
+/// then closes the connection, and the pool opens a fresh one when it is
+/// next needed.
+///
+/// Closing rather than reusing is deliberate: a cancel request is delivered
+/// asynchronously (the postmaster signals the backend), so on a reused
+/// connection a late cancel could hit the next request's statement. If the
+/// cancel cannot be sent (a proxy that does not forward cancel requests),
+/// the server still stops the statement at its `statement_timeout`.
+///
+/// The local server and the Lambda functions share this through the
+/// operations themselves: whichever transport's deadline drops the future,
+/// the statement is cancelled and its connection serves no one else.
+pub struct Conn {
+    obj: Option<deadpool_postgres::Object>,
+    canceller: Canceller,
+    busy: AtomicBool,
+}
+
+impl Conn {
+    /// Takes a connection from `pool`.
+    pub async fn get(
+        pool: &deadpool_postgres::Pool,
+        canceller: &Canceller,
+    ) -> Result<Conn, deadpool_postgres::PoolError> {
+        Ok(Conn::wrap(pool.get().await?, canceller))
+    }
+
+    /// Guards a connection already taken from a pool.
+    pub fn wrap(obj: deadpool_postgres::Object, canceller: &Canceller) -> Conn {
+        Conn {
+            obj: Some(obj),
+            canceller: canceller.clone(),
+            busy: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks that no statement is in flight: dropped now, the connection
+    /// goes straight back to the pool.
+    pub fn settle(&self) {
+        self.busy.store(false, Ordering::Relaxed);
+    }
+
+    fn object(&self) -> &deadpool_postgres::Object {
+        self.busy.store(true, Ordering::Relaxed);
+        self.obj
+            .as_ref()
+            .expect("a Conn holds its connection until dropped")
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.object()
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.busy.store(true, Ordering::Relaxed);
+        self.obj
+            .as_mut()
+            .expect("a Conn holds its connection until dropped")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(obj) = self.obj.take() else { return };
+        if !self.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(abandon(obj, self.canceller.clone()));
+            }
+            // No runtime to cancel from: close the connection instead of
+            // handing it on.
+            Err(_) => drop(deadpool_postgres::Object::take(obj)),
+        }
+    }
+}
+
+/// Cancels what an abandoned connection runs, then closes it.
+async fn abandon(obj: deadpool_postgres::Object, canceller: Canceller) {
+    if let Err(e) = canceller.cancel(&obj.cancel_token()).await {
+        tracing::warn!(error = %describe_connect_error(&e), "cancel request failed");
+    }
+    drop(deadpool_postgres::Object::take(obj));
 }
 
 #[cfg(test)]

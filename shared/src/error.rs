@@ -164,14 +164,25 @@ where
         })
 }
 
-/// Database errors are `unavailable`; the message (logged, never sent to
-/// callers) carries the cause chain, e.g. why a TLS handshake failed.
+/// Database errors are `unavailable` (retrying may help: a lost
+/// connection, a statement past its timeout, a lock); the message (logged,
+/// never sent to callers) carries the cause chain, e.g. why a TLS handshake
+/// failed.
+///
+/// The exception is SQLSTATE class 22, *data exception* (a NUL in text, an
+/// invalid escape, a value out of range): the database refused a value, and
+/// retrying the same request cannot help. Validation refuses every such
+/// value with a 400 before anything runs, so reaching one is a bug:
+/// `internal`, never "retry later".
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
-        Error::Unavailable(format!(
-            "database: {}",
-            crate::db::describe_connect_error(&e)
-        ))
+        let detail = crate::db::describe_connect_error(&e);
+        match e.code().map(|c| c.code()) {
+            Some(code) if code.starts_with("22") => {
+                Error::Internal(format!("database refused a value ({code}): {detail}"))
+            }
+            _ => Error::Unavailable(format!("database: {detail}")),
+        }
     }
 }
 

@@ -21,7 +21,10 @@
 //! | GET    | `/healthz` (optionally behind one stage segment) | database ping       |
 //!
 //! Unknown routes and known paths with another method are the standard
-//! `not_found` refusal.
+//! `not_found` refusal. Path ids are percent-decoded and then validated like
+//! any body argument (a decoded control character is a 400 naming the
+//! field). Every request runs under the profile's `request_deadline_ms`;
+//! past it the answer is 503 and the statement in flight is cancelled.
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
@@ -93,7 +96,15 @@ pub async fn handle_with_limit(
     req: HttpRequest<'_>,
     max_body: usize,
 ) -> HttpResponse {
-    let outcome = crate::error::catch_panic(route(ctx, principal, &req, max_body)).await;
+    // Past the deadline the operation's future is dropped: its connection
+    // cancels the statement in flight and is closed, not reused.
+    let deadline = Duration::from_millis(ctx.profile.request_deadline_ms);
+    let outcome = crate::db::within(
+        deadline,
+        "request",
+        crate::error::catch_panic(route(ctx, principal, &req, max_body)),
+    )
+    .await;
     match outcome {
         Ok((status, body)) => HttpResponse::json(status, &body),
         Err(e) => {

@@ -70,6 +70,27 @@ pub struct RetrievalProfile {
     pub arm_connections: usize,
     /// Default number of results.
     pub default_limit: i64,
+
+    // Bounds on what one request may cost and how long its traces live.
+    /// Negated words (`-word`) one query may hold; more is a 400. Each one
+    /// is a case-insensitive whole-word regular expression evaluated against
+    /// every eligible row's text in every arm's statement, so a query's cost
+    /// grows with their number times the eligible set.
+    pub max_negated_terms: usize,
+    /// Server-side bound of every statement an operation runs (`SET LOCAL
+    /// statement_timeout` in its transaction): the arms, hydration, the
+    /// receipt write and the scoped reads. A statement past it fails and the
+    /// operation answers 503; the server stops it even if the client is gone.
+    pub statement_timeout_ms: u64,
+    /// Deadline of one whole operation in the HTTP router (local server and
+    /// API Gateway). Past it the answer is 503 and the statement in flight is
+    /// cancelled and its connection closed ([`crate::db::Conn`]).
+    /// The Lambda function timeout must leave a margin above it.
+    pub request_deadline_ms: u64,
+    /// Days a receipt (event and candidates) is kept. `mosaic receipts
+    /// purge` drops the day partitions older than this; scoped calls on a
+    /// purged event get the generic 404.
+    pub receipt_retention_days: u32,
 }
 
 impl Default for RetrievalProfile {
@@ -145,6 +166,25 @@ impl Default for RetrievalProfile {
             // mosaic bench, 100k products: three connections overlap the arms on two cores; see
             // BENCHMARKS.md for the p95 with one and with three.
             arm_connections: 3,
+            // The eligibility predicate alone over all 5k sample products (psql, two runs): 0 negated
+            // words 0.7 ms, 1: 35-80 ms, 2: 47-55, 5: 156-165, 10: 208-238, 30: 600 ms, 100: 20-22 s,
+            // 300: 43-59 s. The cost is about 4 us per word and row examined, and past 32 distinct
+            // words PostgreSQL's cache of compiled regular expressions thrashes and every row
+            // recompiles them (the cliff between 30 and 100). Real exclusion lists are short
+            // ("headphones -wired -refurbished"); 10 leaves room for any list a person types, stays
+            // far below the cliff, and bounds a broad statement at 100k products to a few seconds,
+            // under `statement_timeout_ms`. See BENCHMARKS.md.
+            max_negated_terms: 10,
+            // At 1M products on two cores the whole search's p99 is 1.45 s (BENCHMARKS.md); a single
+            // statement past 5 s means an unhealthy or locked database, not a slow query, and one such
+            // statement still leaves the request deadline room for the receipt write.
+            statement_timeout_ms: 5_000,
+            // Above one full statement bound plus the rerank deadline and embedding, below the
+            // Lambda function timeout in template.yaml (15 s) by a margin for the answer.
+            request_deadline_ms: 10_000,
+            // A month: long enough to explain and audit a session's searches, short enough that
+            // a caller's query texts and session ids do not accumulate.
+            receipt_retention_days: 30,
         }
     }
 }
@@ -198,7 +238,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 18] = [
+        let checks: [(bool, &str); 22] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -269,6 +309,22 @@ impl RetrievalProfile {
             (
                 (1..=3).contains(&self.arm_connections),
                 "arm_connections must be 1..3",
+            ),
+            (
+                self.max_negated_terms <= 100,
+                "max_negated_terms must be 0..100",
+            ),
+            (
+                (100..=600_000).contains(&self.statement_timeout_ms),
+                "statement_timeout_ms must be 100..600000",
+            ),
+            (
+                (100..=900_000).contains(&self.request_deadline_ms),
+                "request_deadline_ms must be 100..900000",
+            ),
+            (
+                (1..=3650).contains(&self.receipt_retention_days),
+                "receipt_retention_days must be 1..3650",
             ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {

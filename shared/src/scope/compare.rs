@@ -11,9 +11,10 @@
 //! attribute matrix over the sorted union of attribute keys, with explicit
 //! nulls where a product lacks a key.
 
-use super::{object, product_id, scope_id, stars, to_json, ReceiptSignals};
+use super::{bounded_read, object, product_id, scope_id, stars, to_json, ReceiptSignals};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
+use crate::search::request::{check_text, TextKind};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,7 +93,12 @@ fn product_ids(v: Option<&Value>) -> Result<Vec<String>, Error> {
     }
     let ids = items
         .iter()
-        .map(|i| product_id(i, FIELD).map_err(|_| bad()))
+        .map(|i| {
+            if let Value::String(s) = i {
+                check_text(FIELD, s, TextKind::Token)?;
+            }
+            product_id(i, FIELD).map_err(|_| bad())
+        })
         .collect::<Result<Vec<_>, _>>()?;
     if ids.iter().collect::<BTreeSet<_>>().len() != ids.len() {
         return Err(bad());
@@ -108,10 +114,11 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
         return Err(Error::NotFound);
     };
 
-    let client = ctx.pool.get().await?;
-    let rows = client
-        .query(SQL, &[&scope, &principal.as_str(), &ids])
-        .await?;
+    let mut conn = ctx.conn().await?;
+    let tx = bounded_read(&mut conn, ctx).await?;
+    let rows = tx.query(SQL, &[&scope, &principal.as_str(), &ids]).await?;
+    tx.commit().await?;
+    conn.settle();
     if rows.len() != ids.len() {
         return Err(Error::NotFound);
     }

@@ -14,7 +14,7 @@
 //! Units are ranked, not filtered: a product has a handful of units, and the
 //! score (with its parts in `signals`) shows how well each one matched.
 
-use super::{integer, object, product_id, scope_id, stars, text, to_json};
+use super::{bounded_read, integer, object, product_id, scope_id, stars, text, to_json};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::search::arms::lexical_terms;
@@ -184,8 +184,9 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
         Intent::Specification => (0.0, KIND_PRIOR),
         Intent::Neutral => (0.0, 0.0),
     };
-    let client = ctx.pool.get().await?;
-    let rows = client
+    let mut conn = ctx.conn().await?;
+    let tx = bounded_read(&mut conn, ctx).await?;
+    let rows = tx
         .query(
             SQL,
             &[
@@ -200,6 +201,8 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
             ],
         )
         .await?;
+    tx.commit().await?;
+    conn.settle();
     if rows.is_empty() {
         return Err(Error::NotFound);
     }

@@ -10,7 +10,7 @@
 //! Explanation grants nothing: a pool-only candidate seen here is still
 //! refused by evidence and comparison.
 
-use super::{object, scope_id, to_json, ReceiptSignals};
+use super::{bounded_read, object, scope_id, to_json, ReceiptSignals};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use chrono::{DateTime, Utc};
@@ -81,11 +81,18 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
         return Err(Error::NotFound);
     };
 
-    let client = ctx.pool.get().await?;
-    let Some(e) = client
+    let mut conn = ctx.conn().await?;
+    let tx = bounded_read(&mut conn, ctx).await?;
+    let e = tx
         .query_opt(EVENT_SQL, &[&scope, &principal.as_str()])
-        .await?
-    else {
+        .await?;
+    let rows = match e {
+        Some(_) => tx.query(POOL_SQL, &[&scope, &principal.as_str()]).await?,
+        None => Vec::new(),
+    };
+    tx.commit().await?;
+    conn.settle();
+    let Some(e) = e else {
         return Err(Error::NotFound);
     };
     let event = Event {
@@ -110,9 +117,7 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
         served_count: e.get("served_count"),
     };
 
-    let pool: Vec<Candidate> = client
-        .query(POOL_SQL, &[&scope, &principal.as_str()])
-        .await?
+    let pool: Vec<Candidate> = rows
         .iter()
         .map(|r| Candidate {
             product_id: r.get("product_id"),

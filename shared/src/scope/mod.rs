@@ -13,7 +13,13 @@
 //! that does not exist) is the same [`Error::NotFound`]. Malformed *input*
 //! (wrong types, unknown fields, out-of-range numbers) is a 400 naming the
 //! field, checked before anything runs; a database failure is
-//! [`Error::Unavailable`].
+//! [`Error::Unavailable`]. Every string argument, path ids included, is
+//! checked for control characters ([`check_text`]) before anything runs.
+//!
+//! Each operation reads in one read-only transaction whose statements the
+//! server stops after the profile's `statement_timeout_ms`, on a connection
+//! that cancels its statement if the operation is abandoned at a deadline
+//! ([`crate::db::Conn`]).
 
 mod compare;
 mod evidence;
@@ -21,6 +27,7 @@ mod explain;
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
+use crate::search::request::{check_text, TextKind};
 use crate::search::SignalOut;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -78,7 +85,10 @@ fn scope_id(obj: &Map<String, Value>) -> Result<Option<Uuid>, Error> {
     const F: &str = "retrieval_scope_id";
     match obj.get(F) {
         None | Some(Value::Null) => Err(Error::invalid(F, format!("`{F}` is required"))),
-        Some(Value::String(s)) => Ok(Uuid::try_parse(s.trim()).ok()),
+        Some(Value::String(s)) => {
+            check_text(F, s, TextKind::Token)?;
+            Ok(Uuid::try_parse(s.trim()).ok())
+        }
         Some(_) => Err(Error::invalid(F, format!("`{F}` must be a string"))),
     }
 }
@@ -86,6 +96,9 @@ fn scope_id(obj: &Map<String, Value>) -> Result<Option<Uuid>, Error> {
 /// A product id: a non-empty string of at most 64 characters. Whether it
 /// exists is not a validation question: an unknown id is a refusal.
 fn product_id(v: &Value, field: &str) -> Result<String, Error> {
+    if let Value::String(s) = v {
+        check_text(field, s, TextKind::Token)?;
+    }
     match v {
         Value::String(s) if !s.is_empty() && s.chars().count() <= MAX_PRODUCT_ID_CHARS => {
             Ok(s.clone())
@@ -104,7 +117,10 @@ fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Err
         None | Some(Value::Null) => {
             return Err(Error::invalid(field, format!("`{field}` is required")))
         }
-        Some(Value::String(s)) => s.trim(),
+        Some(Value::String(s)) => {
+            check_text(field, s, TextKind::Prose)?;
+            s.trim()
+        }
         Some(_) => return Err(Error::invalid(field, format!("`{field}` must be a string"))),
     };
     if s.is_empty() {
@@ -119,13 +135,16 @@ fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Err
             format!("`{field}` is longer than {max} characters"),
         ));
     }
-    if s.chars().any(|c| c.is_control() && !c.is_whitespace()) {
-        return Err(Error::invalid(
-            field,
-            format!("`{field}` contains control characters"),
-        ));
-    }
     Ok(s.to_string())
+}
+
+/// Starts the read-only transaction a scoped operation reads in, with the
+/// profile's statement bound.
+async fn bounded_read<'c>(
+    conn: &'c mut crate::db::Conn,
+    ctx: &Ctx,
+) -> Result<tokio_postgres::Transaction<'c>, Error> {
+    Ok(crate::db::bounded_transaction(conn, ctx.profile.statement_timeout_ms, true).await?)
 }
 
 /// An optional whole number in `min..=max`.

@@ -89,11 +89,6 @@ impl ArmResult {
     }
 }
 
-/// Server-side bound of every statement in a search transaction. Set with
-/// `SET LOCAL`, which needs no startup option and does not pin an RDS Proxy
-/// connection (the AWS connection sends no `options`).
-pub const SEARCH_STATEMENT_TIMEOUT_MS: u32 = 10_000;
-
 /// Applies the arms' session settings for the current transaction only
 /// (`set_config(..., true)` is `SET LOCAL`; outside a transaction it would
 /// do nothing): HNSW `ef_search`, iterative scans with relaxed order and
@@ -112,7 +107,7 @@ pub async fn apply_settings<C: GenericClient>(
             &profile.hnsw_ef_search.to_string(),
             &profile.hnsw_max_scan_tuples.to_string(),
             &profile.trigram_floor.to_string(),
-            &SEARCH_STATEMENT_TIMEOUT_MS.to_string(),
+            &profile.statement_timeout_ms.to_string(),
         ],
     )
     .await?;

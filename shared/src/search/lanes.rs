@@ -19,8 +19,9 @@ use super::arms::{self, ArmResult, Eligibility};
 use super::fusion::Arm;
 use super::{embed_query, ms, Variant};
 use crate::context::Ctx;
+use crate::db::Conn;
 use crate::error::Error;
-use deadpool_postgres::{Object, Pool, Timeouts};
+use deadpool_postgres::{Pool, Timeouts};
 use futures_util::future::try_join_all;
 use std::time::{Duration, Instant};
 
@@ -46,7 +47,8 @@ pub(crate) fn lane_of(arm: Arm, lanes: usize) -> usize {
 /// Up to `wanted` more connections, only as far as the pool has them idle or
 /// may open them with nobody waiting; never waits, and a failure to get one
 /// only means fewer lanes.
-async fn spare_connections(pool: &Pool, wanted: usize) -> Vec<Object> {
+async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
+    let pool: &Pool = &ctx.pool;
     let mut spare = Vec::with_capacity(wanted);
     let now = Timeouts {
         wait: Some(Duration::ZERO),
@@ -59,7 +61,7 @@ async fn spare_connections(pool: &Pool, wanted: usize) -> Vec<Object> {
             break;
         }
         match pool.timeout_get(&now).await {
-            Ok(conn) => spare.push(conn),
+            Ok(conn) => spare.push(Conn::wrap(conn, &ctx.canceller)),
             Err(_) => break,
         }
     }
@@ -80,9 +82,9 @@ pub(crate) async fn run_arms(
 ) -> Result<ArmsOutcome, Error> {
     let profile = &ctx.profile;
     let started = Instant::now();
-    let mut spare = spare_connections(&ctx.pool, profile.arm_connections.saturating_sub(1)).await;
+    let mut spare = spare_connections(ctx, profile.arm_connections.saturating_sub(1)).await;
     let mut clients: Vec<&mut tokio_postgres::Client> = vec![own];
-    clients.extend(spare.iter_mut().map(|c| &mut ***c));
+    clients.extend(spare.iter_mut().map(|c| &mut **c));
     let lanes = try_join_all(clients.into_iter().map(|c| async move {
         let tx = c.build_transaction().read_only(true).start().await?;
         arms::apply_settings(&tx, profile).await?;
@@ -131,6 +133,7 @@ pub(crate) async fn run_arms(
     try_join_all(lanes.into_iter().map(|tx| tx.commit())).await?;
     // The extra connections go back to the pool now: hydration, rerank and
     // the receipt need only the search's own.
+    spare.iter().for_each(Conn::settle);
     drop(spare);
     for (arm, result) in [
         (Arm::Lexical, &mut lexical),

@@ -324,7 +324,8 @@ pub async fn search_variant(
     let profile = &ctx.profile;
     let mut timings: BTreeMap<&'static str, f64> = BTreeMap::new();
     let mut warnings: Vec<String> = Vec::new();
-    let mut conn = ctx.pool.get().await?;
+    // Cancels its statement if this search is abandoned at a deadline.
+    let mut conn = ctx.conn().await?;
     let client: &mut tokio_postgres::Client = &mut conn;
     let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
     let mut arm_results: BTreeMap<&'static str, ArmResult> = BTreeMap::new();
@@ -432,7 +433,8 @@ pub async fn search_variant(
     // Catalog fields for the pool (and the reranker's text).
     let t = Instant::now();
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
-    let rows = client
+    let tx = crate::db::bounded_transaction(client, profile.statement_timeout_ms, true).await?;
+    let rows = tx
         .query(
             "SELECT product_id, sku, model, brand, title, domain, category_key, description, price_cents,
                     currency, rating, availability, attributes, source_uri, revision
@@ -440,6 +442,11 @@ pub async fn search_variant(
             &[&ids],
         )
         .await?;
+    tx.commit().await?;
+    // The connection goes back to the pool while the reranker runs; the
+    // receipt takes one again.
+    conn.settle();
+    drop(conn);
     let mut products: BTreeMap<String, ProductRow> = BTreeMap::new();
     for r in rows {
         let attributes = match r.get::<_, Value>(12) {
@@ -565,10 +572,15 @@ pub async fn search_variant(
         profile: profile.snapshot(),
         served_count,
     };
-    receipt::write(client, &record, &members).await.map_err(|e| {
-        tracing::error!(error = %e, search_event_id = %id, "receipt write failed; nothing served");
-        Error::Unavailable(format!("receipt write: {e}"))
-    })?;
+    let mut conn = ctx.conn().await?;
+    receipt::write(&mut conn, &record, &members, profile.statement_timeout_ms)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, search_event_id = %id, "receipt write failed; nothing served");
+            Error::from(e)
+        })?;
+    conn.settle();
+    drop(conn);
     timings.insert("receipt", ms(t));
     timings.insert("total", ms(started));
     tracing::info!(search_event_id = %id, strategy = strategy.as_str(), pool = members.len(),

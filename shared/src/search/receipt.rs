@@ -1,6 +1,9 @@
 //! Writing a search receipt: the event and every pool member, in one
-//! transaction. The runtime role may only INSERT here, so a receipt, once
-//! written, is never rewritten.
+//! transaction whose statements are bounded by the profile's
+//! `statement_timeout_ms`. The runtime role may only INSERT here, so a
+//! receipt, once written, is never rewritten. The candidates'
+//! `event_created_at` (their day partition, see `sql/0012`) defaults to the
+//! transaction's start time, which is the event's `created_at`.
 
 use super::{EventRecord, Member};
 use serde_json::Value;
@@ -10,8 +13,9 @@ pub(crate) async fn write(
     client: &mut Client,
     ev: &EventRecord<'_>,
     members: &[Member],
+    statement_timeout_ms: u64,
 ) -> Result<(), tokio_postgres::Error> {
-    let tx = client.transaction().await?;
+    let tx = crate::db::bounded_transaction(client, statement_timeout_ms, false).await?;
     let filters = serde_json::to_value(&ev.req.filters).unwrap_or(Value::Null);
     let timings = serde_json::to_value(ev.timings).unwrap_or(Value::Null);
     let warnings = serde_json::to_value(ev.warnings).unwrap_or(Value::Null);

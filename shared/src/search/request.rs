@@ -85,21 +85,57 @@ const TOP_FIELDS: &[&str] = &[
     "session_id",
 ];
 
-fn string(v: &Value, field: &str, max: usize) -> Result<Option<String>, Error> {
+/// What a string field may hold besides printable text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// Free text a person typed (a query, a question): tab, line feed and
+    /// carriage return are whitespace and are allowed (they are collapsed);
+    /// every other control character is refused.
+    Prose,
+    /// An identifier or a label (ids, session ids, filter values, attribute
+    /// keys and values): no control character at all, and none of the
+    /// Unicode bidirectional formatting characters, which make a value
+    /// display differently from what it is.
+    Token,
+}
+
+/// Whether `c` is a Unicode bidirectional formatting character (embedding,
+/// override, isolate or mark).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Refuses a string that holds characters its kind does not allow, with a
+/// 400 `invalid_argument` naming `field`. Every string argument of every
+/// operation passes through here before anything runs, so no value can
+/// reach the database that it would reject (PostgreSQL refuses NUL in
+/// text).
+pub fn check_text(field: &str, s: &str, kind: TextKind) -> Result<(), Error> {
+    let bad = match kind {
+        TextKind::Prose => s
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')),
+        TextKind::Token => s.chars().any(|c| c.is_control() || is_bidi_control(c)),
+    };
+    match bad {
+        true => Err(Error::invalid(
+            field,
+            format!("`{field}` contains control characters"),
+        )),
+        false => Ok(()),
+    }
+}
+
+fn string(v: &Value, field: &str, max: usize, kind: TextKind) -> Result<Option<String>, Error> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => {
+            check_text(field, s, kind)?;
             let t = s.trim();
             if t.chars().count() > max {
                 return Err(Error::invalid(
                     field,
                     format!("`{field}` is longer than {max} characters"),
-                ));
-            }
-            if t.chars().any(|c| c.is_control() && !c.is_whitespace()) {
-                return Err(Error::invalid(
-                    field,
-                    format!("`{field}` contains control characters"),
                 ));
             }
             Ok((!t.is_empty()).then(|| t.to_string()))
@@ -135,18 +171,18 @@ fn boolean(v: &Value, field: &str) -> Result<Option<bool>, Error> {
 
 fn parse_filter(filters: &mut Filters, key: &str, v: &Value, path: &str) -> Result<(), Error> {
     match key {
-        "domain" => filters.domain = string(v, path, 64)?,
-        "category_key" => filters.category_key = string(v, path, 64)?,
-        "brand" => filters.brand = string(v, path, 128)?,
+        "domain" => filters.domain = string(v, path, 64, TextKind::Token)?,
+        "category_key" => filters.category_key = string(v, path, 64, TextKind::Token)?,
+        "brand" => filters.brand = string(v, path, 128, TextKind::Token)?,
         "availability" => {
             let values = match v {
                 Value::Null => None,
-                Value::String(_) => string(v, path, 32)?.map(|s| vec![s]),
+                Value::String(_) => string(v, path, 32, TextKind::Token)?.map(|s| vec![s]),
                 Value::Array(items) if !items.is_empty() && items.len() <= 6 => Some(
                     items
                         .iter()
                         .map(|i| {
-                            string(i, path, 32)?
+                            string(i, path, 32, TextKind::Token)?
                                 .ok_or_else(|| Error::invalid(path, "empty availability value"))
                         })
                         .collect::<Result<Vec<_>, _>>()?,
@@ -197,16 +233,21 @@ fn parse_filter(filters: &mut Filters, key: &str, v: &Value, path: &str) -> Resu
                 Value::Null => None,
                 Value::Object(m) if m.len() <= 16 => {
                     for (k, val) in m {
-                        let ok_key = !k.is_empty() && k.len() <= 64;
+                        check_text(path, k, TextKind::Token)?;
+                        let ok_key = !k.is_empty() && k.chars().count() <= 64;
                         let ok_val = match val {
-                            Value::String(s) => s.chars().count() <= 256,
-                            Value::Number(_) | Value::Bool(_) => true,
+                            Value::String(s) => {
+                                check_text(&format!("{path}.{k}"), s, TextKind::Token)?;
+                                s.chars().count() <= 256
+                            }
+                            Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
+                            Value::Bool(_) => true,
                             _ => false,
                         };
                         if !ok_key || !ok_val {
                             return Err(Error::invalid(
                                 path,
-                                format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean"),
+                                format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean, under a key of 1 to 64 characters"),
                             ));
                         }
                     }
@@ -260,11 +301,28 @@ impl SearchRequest {
         let null = Value::Null;
         let get = |k: &str| top.get(k).unwrap_or(&null);
 
-        let query = string(get("query"), "query", profile.max_query_chars)?;
+        let query = string(
+            get("query"),
+            "query",
+            profile.max_query_chars,
+            TextKind::Prose,
+        )?;
         let normalized_query = query
             .as_deref()
             .map(normalize_query)
             .filter(|q| !q.is_empty());
+        if let Some(q) = &normalized_query {
+            let negated = crate::search::arms::lexical_terms(q).negated.len();
+            if negated > profile.max_negated_terms {
+                return Err(Error::invalid(
+                    "query",
+                    format!(
+                        "`query` excludes {negated} words; at most {} negated words (`-word`) are allowed",
+                        profile.max_negated_terms
+                    ),
+                ));
+            }
+        }
         if normalized_query.is_none() && filters.is_empty() {
             return Err(Error::invalid(
                 "query",
@@ -288,7 +346,7 @@ impl SearchRequest {
                 "`authorized_limit` must not exceed `limit`",
             ));
         }
-        let session_id = string(get("session_id"), "session_id", 128)?;
+        let session_id = string(get("session_id"), "session_id", 128, TextKind::Token)?;
         Ok(SearchRequest {
             query,
             normalized_query,
@@ -327,6 +385,52 @@ mod tests {
         assert_eq!((r.limit, r.authorized_limit, r.rerank), (10, 10, true));
         let r = parse(json!({"query": "x", "limit": 5})).unwrap();
         assert_eq!(r.authorized_limit, 5);
+    }
+
+    #[test]
+    fn control_characters_are_refused_with_the_field_named() {
+        let field = |v: Value| {
+            parse(v).unwrap_err().body()["error"]["field"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(field(json!({"query": "a\u{0}b"})), "query");
+        assert_eq!(
+            field(json!({"query": "a", "filters": {"attributes": {"k": "v\u{0}"}}})),
+            "filters.attributes.k"
+        );
+        assert_eq!(
+            field(json!({"query": "a", "filters": {"attributes": {"k\u{1}": 1}}})),
+            "filters.attributes"
+        );
+        assert_eq!(
+            field(json!({"query": "a", "session_id": "s\u{202e}"})),
+            "session_id"
+        );
+        assert_eq!(
+            field(json!({"query": "a", "session_id": "s\t1"})),
+            "session_id"
+        );
+        // In prose, tab and line breaks are whitespace.
+        let r = parse(json!({"query": "a\tb\r\nc"})).unwrap();
+        assert_eq!(r.normalized_query.as_deref(), Some("a b c"));
+        assert!(check_text("x", "mañana 漢字 🙂", TextKind::Token).is_ok());
+    }
+
+    #[test]
+    fn negated_words_are_limited_by_the_profile() {
+        let profile = RetrievalProfile::default();
+        let words = |n: usize| {
+            (0..n)
+                .map(|i| format!("-w{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let q = format!("kettle {}", words(profile.max_negated_terms));
+        assert!(parse(json!({ "query": q })).is_ok());
+        let q = format!("kettle {}", words(profile.max_negated_terms + 1));
+        assert_eq!(parse(json!({ "query": q })).unwrap_err().status(), 400);
     }
 
     #[test]
