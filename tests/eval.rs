@@ -3,7 +3,6 @@
 //! (hashing embedder).
 
 use mosaic::catalog::generator::{Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
-use mosaic::embed::HashingEmbedder;
 use mosaic::eval::metrics::{self, Grades};
 use mosaic::eval::{self, queryset, EvalQuery, Intent, Judgment, QuerySetOptions, Summary};
 use mosaic::rerank::local::LocalReranker;
@@ -155,9 +154,7 @@ fn the_query_set_generator_is_deterministic_and_complete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_end_to_end_run_respects_filters_and_pins_identifiers() {
     let db = TestDb::with_sample("eval").await;
-    let hashing = Arc::new(HashingEmbedder::new(384));
-    let ctx =
-        ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(LocalReranker::new(hashing)));
+    let ctx = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(LocalReranker::new()));
     let all = queryset::generate(&QuerySetOptions::default());
     let queries = queryset::spread(&all, 35);
     assert_eq!(queries.len(), 35);
