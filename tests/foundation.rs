@@ -476,11 +476,8 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
         .await
         .unwrap();
     c.batch_execute("ANALYZE").await.unwrap();
-    let stats: i32 = c
-        .query_one(
-            "SELECT docs FROM search.lexeme_stats WHERE lexeme = ''",
-            &[],
-        )
+    let stats: i64 = c
+        .query_one("SELECT products FROM search.catalog_stats", &[])
         .await
         .unwrap()
         .get(0);
