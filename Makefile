@@ -15,7 +15,7 @@ export MOSAIC_TEST_RUNTIME_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@12
 # The local cluster's private test CA (scripts/db.sh), for the TLS tests.
 export MOSAIC_TEST_TLS_CA ?= $(CURDIR)/.mosaic/pg/tls/ca.crt
 
-.PHONY: demo demo-stop test db db-stop model build check-template sam-build mcp-client migrate sample embed stats bench fmt lint clean-test-dbs help
+.PHONY: demo demo-stop test db db-stop model build check-template sam-build mcp-client migrate sample embed stats bench fmt lint clean-test-dbs eval help
 
 help:
 	@echo "make demo   - local database, sample catalog, embeddings, server, example calls"
@@ -23,6 +23,7 @@ help:
 	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
 	@echo "make db-stop"
 	@echo "make sam-build - the four Lambda functions with sam build (cargo-lambda, x86_64) into .aws-sam/build"
+	@echo "make eval   - mosaic eval on both evaluation catalogs (generated sample, foreign) into .mosaic/eval/"
 	@echo "make bench  - mosaic bench with an optimised build (ARGS=\"--sizes 100000 --no-throughput\" to choose)"
 
 db:
@@ -56,6 +57,10 @@ bench: db
 
 demo:
 	@bash scripts/demo.sh
+
+# Retrieval quality on both catalogs; see EVALUATION.md.
+eval:
+	@bash scripts/eval.sh $(ARGS)
 
 demo-stop:
 	@if [ -f .mosaic/serve.pid ]; then kill $$(cat .mosaic/serve.pid) 2>/dev/null || true; rm -f .mosaic/serve.pid; echo "server stopped"; fi

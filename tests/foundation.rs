@@ -432,3 +432,143 @@ async fn embedding_twice_embeds_nothing_the_second_time() {
         .unwrap_err();
     assert!(err.to_string().contains("384"), "{err}");
 }
+
+/// The foreign evaluation catalog, as its publisher ships it.
+fn foreign_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../eval/foreign")
+        .join(name)
+}
+
+#[tokio::test]
+async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() {
+    use mosaic::search::arms::{self, Eligibility};
+    use mosaic::search::Filters;
+    use mosaic::RetrievalProfile;
+
+    let db = TestDb::empty("feed").await;
+    let mut c = db.owner().await;
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    // Gzip-compressed JSON Lines with list-valued attributes and dates as
+    // evidence revisions, unchanged.
+    let report = import::import(
+        &mut c,
+        Some(&foreign_fixture("products.jsonl.gz")),
+        Some(&foreign_fixture("evidence.jsonl.gz")),
+        &mut |_, _, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!((report.products, report.evidence), (5_000, 20_000));
+    let revision: String = c
+        .query_one(
+            "SELECT source_revision FROM catalog.evidence WHERE evidence_id = 'spec-1'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(revision, "2026-07-15");
+    let embedder = HashingEmbedder::new(384);
+    mosaic::embed_job::embed_pending(&c, &embedder, 500, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    c.batch_execute("ANALYZE").await.unwrap();
+    let stats: i64 = c
+        .query_one("SELECT products FROM search.catalog_stats", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stats, 5_000, "the lexeme statistics count the catalog");
+
+    // Which products hold "3.5mm" in their connectivity list, decided in Rust.
+    let ctx = mosaic_integration_tests::ctx(&db, RetrievalProfile::default());
+    let rows = mosaic::eval::load_catalog(&ctx).await.unwrap();
+    let want = serde_json::json!("3.5mm");
+    let holds = |id: &String| {
+        rows[id]
+            .attributes
+            .get("connectivity")
+            .is_some_and(|v| mosaic::catalog::attribute::matches(v, &want))
+    };
+    let listed = rows.keys().filter(|id| holds(id)).count();
+    assert!(listed > 100, "{listed} products list 3.5mm");
+
+    let filters = Filters {
+        attributes: Some(serde_json::Map::from_iter([(
+            "connectivity".to_string(),
+            want.clone(),
+        )])),
+        ..Filters::default()
+    };
+    let profile = RetrievalProfile::default();
+    let elig = Eligibility::new(&filters);
+    let mut rt = db.runtime().await;
+    let tx = rt.transaction().await.unwrap();
+    arms::apply_settings(&tx, &profile).await.unwrap();
+    let q = "wired headphones";
+    let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
+    let trigram = arms::trigram(&tx, &elig, "headphones", &profile)
+        .await
+        .unwrap();
+    let vector = pgvector::Vector::from(embedder.embed_one(q));
+    let semantic = arms::semantic(&tx, &elig, &vector, &profile).await.unwrap();
+    let count = arms::metadata_only(&tx, &elig, 10_000).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        count.len(),
+        listed,
+        "the filter admits exactly the lists holding the value"
+    );
+    for (name, arm) in [
+        ("lexical", &lexical),
+        ("trigram", &trigram),
+        ("semantic", &semantic),
+    ] {
+        assert!(!arm.candidates.is_empty(), "{name} found nothing");
+        for (id, _) in &arm.candidates {
+            assert!(
+                holds(id),
+                "{name} admitted {id}, whose connectivity lacks 3.5mm"
+            );
+        }
+    }
+    // A scalar value still matches as before, and a value no list holds
+    // matches nothing.
+    let scalar = Filters {
+        attributes: Some(serde_json::Map::from_iter([(
+            "form_factor".to_string(),
+            serde_json::json!("over-ear"),
+        )])),
+        ..Filters::default()
+    };
+    let none = Filters {
+        attributes: Some(serde_json::Map::from_iter([(
+            "connectivity".to_string(),
+            serde_json::json!("Bluetooth"),
+        )])),
+        ..Filters::default()
+    };
+    let tx = rt.transaction().await.unwrap();
+    let over_ear = arms::metadata_only(&tx, &Eligibility::new(&scalar), 10_000)
+        .await
+        .unwrap();
+    let bluetooth = arms::metadata_only(&tx, &Eligibility::new(&none), 10_000)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let expect = |f: &Filters| {
+        let m = match serde_json::to_value(f).unwrap() {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        rows.values()
+            .filter(|r| mosaic::eval::satisfies(r, &m).unwrap())
+            .count()
+    };
+    assert_eq!(over_ear.len(), expect(&scalar));
+    assert!(!over_ear.is_empty());
+    assert_eq!(bluetooth.len(), expect(&none));
+}

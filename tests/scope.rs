@@ -535,7 +535,9 @@ async fn evidence_answers_spec_and_review_questions_with_sources() {
                 "{rec}"
             );
             assert!(
-                rec["source_revision"].as_i64().is_some_and(|v| v >= 1),
+                rec["source_revision"]
+                    .as_str()
+                    .is_some_and(|v| v.parse::<i64>().is_ok_and(|n| n >= 1)),
                 "{rec}"
             );
             assert!(

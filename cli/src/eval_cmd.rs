@@ -34,6 +34,9 @@ pub struct EvalArgs {
     /// Principal recorded in the receipts.
     #[arg(long, default_value = "eval")]
     principal: String,
+    /// Run only these variants (comma-separated keys, e.g. `rrf,rrf_rerank`).
+    #[arg(long, value_delimiter = ',')]
+    variants: Vec<String>,
     #[command(flatten)]
     runtime: crate::RuntimeArgs,
     #[command(flatten)]
@@ -102,7 +105,18 @@ pub async fn run(args: EvalArgs) -> Result<()> {
         bail!("{} holds no queries", path.display());
     }
     let ctx = args.runtime.ctx(&args.embedder, 2)?;
-    let variants = eval::standard_variants();
+    let mut variants = eval::standard_variants();
+    if !args.variants.is_empty() {
+        if let Some(unknown) = args
+            .variants
+            .iter()
+            .find(|k| !variants.iter().any(|v| v.key == k.as_str()))
+        {
+            let keys: Vec<&str> = variants.iter().map(|v| v.key).collect();
+            bail!("unknown variant {unknown:?}: use {}", keys.join(", "));
+        }
+        variants.retain(|v| args.variants.iter().any(|k| k == v.key));
+    }
     eprintln!(
         "evaluating {} queries × {} variants as principal {:?}",
         queries.len(),

@@ -58,7 +58,7 @@ impl RuntimeArgs {
         let ctx = match std::env::var("MOSAIC_RERANKER").as_deref() {
             Ok("none") => ctx,
             Ok("local") | Err(_) => ctx.with_reranker(std::sync::Arc::new(
-                mosaic::rerank::local::LocalReranker::new(embedder.clone()),
+                mosaic::rerank::local::LocalReranker::new(),
             )),
             Ok(other) if other.starts_with("bedrock:") => {
                 ctx.with_reranker(std::sync::Arc::new(embedder::bedrock_reranker()?))

@@ -55,6 +55,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_inline_embeddings.sql"),
     migration!(9, "0009_hnsw_build_quality.sql"),
     migration!(10, "0010_metadata_order.sql"),
+    migration!(11, "0011_feed_values.sql"),
     migration!(12, "0012_receipt_retention.sql"),
 ];
 

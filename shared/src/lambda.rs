@@ -360,10 +360,7 @@ pub async fn build_context(settings: &Settings) -> Result<Ctx, String> {
     let ctx = match &settings.reranker {
         RerankerSetting::None => ctx,
         RerankerSetting::Local => {
-            let e = embedder.clone().ok_or(
-                "MOSAIC_RERANKER=local needs an embedder (MOSAIC_EMBEDDER is unset or `none`)",
-            )?;
-            ctx.with_reranker(Arc::new(crate::rerank::local::LocalReranker::new(e)))
+            ctx.with_reranker(Arc::new(crate::rerank::local::LocalReranker::new()))
         }
         RerankerSetting::Bedrock(s) => {
             #[cfg(feature = "aws")]

@@ -442,7 +442,7 @@ async fn cohere_rerank_scores_are_mapped_back_by_index() {
     let r = reranker(&stub, "bedrock:cohere-rerank-3.5", policy(1_500)).await;
     assert_eq!(r.model_id(), "bedrock/cohere.rerank-v3-5:0");
     let docs = texts(&["kettle", "toaster", "red kettle", "mug"]);
-    let mut scored = r.rerank("red kettle", &docs).await.unwrap();
+    let mut scored = r.rerank_texts("red kettle", &docs).await.unwrap();
 
     let order = rerank::apply(docs.len(), docs.len(), &[], &scored).order;
     assert_eq!(order, vec![2, 0, 3, 1]);
@@ -455,7 +455,7 @@ async fn cohere_rerank_scores_are_mapped_back_by_index() {
         req.body,
         json!({ "query": "red kettle", "documents": docs, "top_n": 4, "api_version": 2 })
     );
-    assert_eq!(r.rerank("q", &[]).await.unwrap(), vec![]);
+    assert_eq!(r.rerank_texts("q", &[]).await.unwrap(), vec![]);
     assert_eq!(stub.count(), 1, "an empty pool makes no call");
 }
 
@@ -473,7 +473,7 @@ async fn amazon_rerank_goes_through_invoke_model_with_query_and_documents() {
         "Carson City is in Nevada.",
         "Washington, D.C. is the capital.",
     ]);
-    let scored = r.rerank("capital of the US", &docs).await.unwrap();
+    let scored = r.rerank_texts("capital of the US", &docs).await.unwrap();
     assert_eq!(scored, vec![(1, 0.77), (0, 0.002)]);
     let req = &stub.requests()[0];
     assert_eq!(req.path, "/model/amazon.rerank-v1:0/invoke");
@@ -511,7 +511,7 @@ async fn a_model_slower_than_the_deadline_times_out_on_time() {
 
     let r = reranker(&stub, "cohere-rerank-3.5", policy(300)).await;
     let t = Instant::now();
-    let err = r.rerank("q", &texts(&["d"])).await.unwrap_err();
+    let err = r.rerank_texts("q", &texts(&["d"])).await.unwrap_err();
     assert!(t.elapsed() < deadline + Duration::from_millis(150));
     assert!(
         matches!(err, RerankError::Unavailable(ref m) if m.contains("timed out after 300 ms")),
@@ -547,14 +547,17 @@ async fn throttling_is_retried_within_the_deadline_and_can_recover() {
     })
     .await;
     let r = reranker(&stub, "cohere-rerank-3.5", policy(1_500)).await;
-    assert_eq!(r.rerank("q", &texts(&["d"])).await.unwrap(), vec![(0, 0.5)]);
+    assert_eq!(
+        r.rerank_texts("q", &texts(&["d"])).await.unwrap(),
+        vec![(0, 0.5)]
+    );
     assert_eq!(stub.count(), 3);
 
     // Throttled for good: the bounded retries run out.
     let stub = Stub::start(|_, _| Reply::error(429, "ThrottlingException")).await;
     let r = reranker(&stub, "cohere-rerank-3.5", policy(1_500)).await;
     let t = Instant::now();
-    let err = r.rerank("q", &texts(&["d"])).await.unwrap_err();
+    let err = r.rerank_texts("q", &texts(&["d"])).await.unwrap_err();
     assert!(
         t.elapsed() < Duration::from_millis(500),
         "{:?}",

@@ -230,7 +230,7 @@ pub fn ctx(db: &TestDb, profile: mosaic::RetrievalProfile) -> mosaic::Ctx {
 /// Reranker test doubles.
 pub mod rerankers {
     use async_trait::async_trait;
-    use mosaic::rerank::{RerankError, Reranker};
+    use mosaic::rerank::{Pool, RerankError, Reranker};
     use std::time::Duration;
 
     /// Scores documents in reverse: the fused first becomes last.
@@ -240,12 +240,8 @@ pub mod rerankers {
         fn model_id(&self) -> &str {
             "test/reverse"
         }
-        async fn rerank(
-            &self,
-            _q: &str,
-            docs: &[String],
-        ) -> Result<Vec<(usize, f64)>, RerankError> {
-            Ok((0..docs.len()).map(|i| (i, i as f64)).collect())
+        async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
+            Ok((0..pool.candidates.len()).map(|i| (i, i as f64)).collect())
         }
     }
 
@@ -256,12 +252,8 @@ pub mod rerankers {
         fn model_id(&self) -> &str {
             "test/rogue"
         }
-        async fn rerank(
-            &self,
-            _q: &str,
-            docs: &[String],
-        ) -> Result<Vec<(usize, f64)>, RerankError> {
-            let n = docs.len();
+        async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
+            let n = pool.candidates.len();
             let mut out: Vec<(usize, f64)> = vec![(n, 100.0), (n + 7, 99.0), (usize::MAX, 98.0)];
             out.extend((0..n).map(|i| (i, i as f64)));
             out.push((0, 1000.0));
@@ -276,13 +268,9 @@ pub mod rerankers {
         fn model_id(&self) -> &str {
             "test/slow"
         }
-        async fn rerank(
-            &self,
-            _q: &str,
-            docs: &[String],
-        ) -> Result<Vec<(usize, f64)>, RerankError> {
+        async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
             tokio::time::sleep(self.0).await;
-            Ok((0..docs.len()).map(|i| (i, i as f64)).collect())
+            Ok((0..pool.candidates.len()).map(|i| (i, i as f64)).collect())
         }
     }
 
@@ -293,11 +281,7 @@ pub mod rerankers {
         fn model_id(&self) -> &str {
             "test/failing"
         }
-        async fn rerank(
-            &self,
-            _q: &str,
-            _docs: &[String],
-        ) -> Result<Vec<(usize, f64)>, RerankError> {
+        async fn rerank(&self, _pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
             Err(RerankError::Unavailable("simulated outage".into()))
         }
     }

@@ -27,7 +27,7 @@
 
 use super::{sdk_failure, with_retries, CallFailure, CallPolicy, FailureKind, SdkConfig};
 use crate::embed::{l2_normalize, EmbedError, EmbedKind, Embedder};
-use crate::rerank::{RerankError, Reranker};
+use crate::rerank::{Pool, RerankError, Reranker};
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::primitives::Blob;
@@ -524,7 +524,15 @@ impl Reranker for BedrockReranker {
         &self.id
     }
 
-    async fn rerank(
+    /// Sends the candidates' texts: a cross-encoder reads text.
+    async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
+        self.rerank_texts(pool.query, &pool.texts()).await
+    }
+}
+
+impl BedrockReranker {
+    /// Scores `documents` against `query` with the managed model.
+    pub async fn rerank_texts(
         &self,
         query: &str,
         documents: &[String],

@@ -171,6 +171,32 @@ fn opt_time(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<DateTime<Utc>, Imp
     }
 }
 
+/// The source system's revision, kept as an opaque string: a positive whole
+/// number (the sample catalog's form) or any text of 1-128 characters (a
+/// date, a version, a content hash). Absent: `"1"`.
+fn source_revision(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<String, ImportError> {
+    const F: &str = "source_revision";
+    match obj.get(F) {
+        None | Some(Value::Null) => Ok("1".into()),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(v) if v >= 1 => Ok(v.to_string()),
+            _ => Err(ctx.err(Some(F), "a number must be a whole number from 1")),
+        },
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            if s.is_empty() || s.chars().count() > 128 || s.chars().any(char::is_control) {
+                Err(ctx.err(
+                    Some(F),
+                    "must be 1-128 characters without control characters",
+                ))
+            } else {
+                Ok(s.to_string())
+            }
+        }
+        Some(_) => Err(ctx.err(Some(F), "must be a string or a whole number")),
+    }
+}
+
 fn check_id(value: &str, field: &str, max: usize, ctx: &RowCtx) -> Result<(), ImportError> {
     let ok = value.len() <= max
         && value
@@ -213,13 +239,15 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
     let attributes = match obj.get("attributes") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => {
-            if let Some((k, _)) = m
+            if let Some(k) = m
                 .iter()
-                .find(|(_, v)| v.is_object() || v.is_array() || v.is_null())
+                .find_map(|(k, v)| (!super::attribute::is_valid(v)).then_some(k))
             {
                 return Err(ctx.err(
                     Some("attributes"),
-                    format!("value of `{k}` must be a string, number or boolean"),
+                    format!(
+                        "value of `{k}` must be a string, number or boolean, or a list of them"
+                    ),
                 ));
             }
             m.clone()
@@ -272,8 +300,7 @@ fn evidence_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Evidence, Imp
         product_id: req_str(obj, "product_id", 64, ctx)?,
         kind,
         source_uri: req_str(obj, "source_uri", 2048, ctx)?,
-        source_revision: opt_int(obj, "source_revision", 1, i64::from(i32::MAX), ctx)?.unwrap_or(1)
-            as i32,
+        source_revision: source_revision(obj, ctx)?,
         title: req_str(obj, "title", 512, ctx)?,
         body: req_str(obj, "body", 100_000, ctx)?,
         rating: opt_rating(obj, ctx)?,
@@ -288,19 +315,41 @@ fn file_name(path: &Path) -> String {
     )
 }
 
+/// Opens a catalog file; a name ending in `.gz` is read through gzip.
+fn open(path: &Path) -> Result<Box<dyn BufRead>, ImportError> {
+    let f = std::fs::File::open(path).map_err(|e| ImportError {
+        file: file_name(path),
+        line: None,
+        field: None,
+        message: format!("cannot open: {e}"),
+    })?;
+    let gz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    Ok(if gz {
+        Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
+            f,
+        )))
+    } else {
+        Box::new(std::io::BufReader::new(f))
+    })
+}
+
+/// The file's name without a trailing `.gz`, to tell its format.
+fn inner_name(path: &Path) -> &Path {
+    match path.extension() {
+        Some(e) if e.eq_ignore_ascii_case("gz") => path.file_stem().map_or(path, Path::new),
+        _ => path,
+    }
+}
+
 fn read_jsonl<T>(
     path: &Path,
     parse: impl Fn(&Map<String, Value>, &RowCtx) -> Result<T, ImportError>,
 ) -> Result<Vec<(u64, T)>, ImportError> {
     let file = file_name(path);
-    let f = std::fs::File::open(path).map_err(|e| ImportError {
-        file: file.clone(),
-        line: None,
-        field: None,
-        message: format!("cannot open: {e}"),
-    })?;
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
+    for (i, line) in open(path)?.lines().enumerate() {
         let ctx = RowCtx {
             file: &file,
             line: i as u64 + 1,
@@ -319,21 +368,17 @@ fn read_jsonl<T>(
     Ok(out)
 }
 
-/// Reads and validates a products file (`.csv` or JSON Lines).
+/// Reads and validates a products file (`.csv` or JSON Lines, either of
+/// them optionally gzip-compressed: `.csv.gz`, `.jsonl.gz`).
 pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
-    let is_csv = path
+    let is_csv = inner_name(path)
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     if !is_csv {
         return read_jsonl(path, product_from);
     }
     let file = file_name(path);
-    let mut reader = csv::Reader::from_path(path).map_err(|e| ImportError {
-        file: file.clone(),
-        line: None,
-        field: None,
-        message: format!("cannot open: {e}"),
-    })?;
+    let mut reader = csv::Reader::from_reader(open(path)?);
     let headers = reader
         .headers()
         .map_err(|e| ImportError {
@@ -381,7 +426,7 @@ pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
     Ok(out)
 }
 
-/// Reads and validates an evidence file (JSON Lines).
+/// Reads and validates an evidence file (JSON Lines, optionally gzip-compressed).
 pub fn read_evidence(path: &Path) -> Result<Vec<(u64, Evidence)>, ImportError> {
     read_jsonl(path, evidence_from)
 }

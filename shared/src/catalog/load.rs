@@ -54,7 +54,7 @@ const EVIDENCE_TYPES: &[Type] = &[
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
-    Type::INT4,
+    Type::TEXT,
     Type::TEXT,
     Type::TEXT,
     Type::FLOAT4,
@@ -209,7 +209,8 @@ pub async fn load_sample(
 
 /// Rebuilds the projection rows of the given products (all when `None`),
 /// then the per-domain partial HNSW indexes (one per domain present; see
-/// `sql/0006_domain_indexes.sql`).
+/// `sql/0006_domain_indexes.sql`) and the rerank stage's lexeme statistics
+/// (`sql/0011_feed_values.sql`).
 pub async fn refresh_projection(
     tx: &Transaction<'_>,
     only: Option<&[String]>,
@@ -219,6 +220,8 @@ pub async fn refresh_projection(
         .query_one("SELECT search.refresh_projection($1::text[])", &[&ids])
         .await?;
     tx.execute("SELECT search.refresh_domain_indexes()", &[])
+        .await?;
+    tx.execute("SELECT search.refresh_lexeme_stats()", &[])
         .await?;
     Ok(row.get::<_, i64>(0) as u64)
 }

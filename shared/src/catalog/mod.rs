@@ -6,6 +6,7 @@
 //! the same transaction, so the arms never see a catalog without its
 //! projection.
 
+pub mod attribute;
 pub mod generator;
 pub mod import;
 pub mod load;
@@ -55,7 +56,9 @@ pub struct Evidence {
     pub product_id: String,
     pub kind: String,
     pub source_uri: String,
-    pub source_revision: i32,
+    /// The source system's revision of the record, as it names it (a
+    /// number, a date, a content hash).
+    pub source_revision: String,
     pub title: String,
     pub body: String,
     pub rating: Option<f32>,

@@ -64,13 +64,6 @@ impl From<&Product> for CatalogRow {
     }
 }
 
-fn same_scalar(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
-}
-
 /// Whether `row` meets the HTTP filter object `filters`, decided from the
 /// documented filter semantics alone (independent of the request parser and
 /// of the SQL eligibility predicate). `null` leaves a field unconstrained;
@@ -126,7 +119,7 @@ pub fn satisfies(row: &CatalogRow, filters: &Map<String, Value>) -> Result<bool,
                 Value::Object(want) => want.iter().all(|(ak, av)| {
                     row.attributes
                         .get(ak)
-                        .is_some_and(|have| same_scalar(have, av))
+                        .is_some_and(|have| crate::catalog::attribute::matches(have, av))
                 }),
                 _ => return bad(k),
             },

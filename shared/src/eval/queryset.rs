@@ -77,10 +77,29 @@ pub enum Intent {
     Filtered,
     Conversational,
     Negated,
+    /// A short head query: a product type and perhaps one property (the
+    /// foreign catalog's query set).
+    Short,
+    /// A brand or model family (the foreign catalog's query set).
+    Brand,
 }
 
 impl Intent {
-    pub const ALL: [Intent; 7] = [
+    /// Every intent a judged query set may use, in report order.
+    pub const ALL: [Intent; 9] = [
+        Intent::ExactSku,
+        Intent::ExactModel,
+        Intent::Typo,
+        Intent::Short,
+        Intent::Brand,
+        Intent::Descriptive,
+        Intent::Filtered,
+        Intent::Conversational,
+        Intent::Negated,
+    ];
+
+    /// The intents `mosaic eval generate` writes for the sample catalog.
+    pub const GENERATED: [Intent; 7] = [
         Intent::ExactSku,
         Intent::ExactModel,
         Intent::Typo,
@@ -99,6 +118,8 @@ impl Intent {
             Intent::Filtered => "filtered",
             Intent::Conversational => "conversational",
             Intent::Negated => "negated",
+            Intent::Short => "short",
+            Intent::Brand => "brand",
         }
     }
 
@@ -889,8 +910,8 @@ fn rng_for(opts: &QuerySetOptions, intent: Intent) -> ChaCha8Rng {
 pub fn generate(opts: &QuerySetOptions) -> Vec<EvalQuery> {
     let cat = Catalog::new(&Generator::new(opts.seed, opts.products));
     let n = cat.items.len();
-    let mut out = Vec::with_capacity(opts.per_intent * Intent::ALL.len());
-    for intent in Intent::ALL {
+    let mut out = Vec::with_capacity(opts.per_intent * Intent::GENERATED.len());
+    for intent in Intent::GENERATED {
         let mut rng = rng_for(opts, intent);
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
@@ -1021,6 +1042,8 @@ pub fn generate(opts: &QuerySetOptions) -> Vec<EvalQuery> {
                         (q.clone(), None, j, q)
                     })
                 }
+                // Written by hand for other catalogs; never generated.
+                Intent::Short | Intent::Brand => None,
             };
             let Some((query, filters, judgments, key)) = made_query else {
                 continue;

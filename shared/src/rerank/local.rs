@@ -1,51 +1,73 @@
-//! The local reranker: a deterministic development stand-in for a managed
-//! cross-encoder (Cohere Rerank, Amazon Rerank), so the rerank stage does
-//! real work on a laptop without any service.
+//! The local reranker: a deterministic stand-in for a managed cross-encoder
+//! (Cohere Rerank, Amazon Rerank) that scores the pool from what the
+//! database already holds, with no model call, so the rerank stage does real
+//! work on a laptop in well under a millisecond. The AWS path reranks with
+//! Bedrock.
 //!
-//! It combines two signals per pool member:
+//! Three signals per candidate:
 //!
-//! * **base** = 0.5 × cosine(query, document head) + 0.3 × coverage of the
-//!   query's terms in the whole document + 0.2 × coverage in the title.
-//!   The document head is the title and attributes (the first and fourth
-//!   segments of the rerank text); its embedding comes from the same sentence
-//!   model the semantic arm uses and is memoised, so repeated pools cost little.
-//! * **identity** = for each query token, its best fuzzy match among the
-//!   document's identity tokens (the words of the title and of the
-//!   "brand model sku" segment), averaged over the query tokens. Tokens are
-//!   compared as identifier keys (lower-cased letters and digits, so
-//!   `VX-HP000123` and `vxhp000123` are the same key); the match of two keys
-//!   is the mean of their character-trigram similarity (Jaccard over padded
-//!   trigrams, as pg_trgm pads) and their edit similarity
-//!   (1 − optimal-string-alignment distance / longer length). Trigrams reward
-//!   long shared runs such as a series prefix; the edit distance counts
-//!   typing mistakes (deletion, substitution, transposition) one each.
+//! * **text match**: BM25F (Robertson, Zaragoza & Taylor, 2004) of the query's
+//!   lexemes over the fields of the product's lexical document: identity
+//!   (brand, model, SKU, aliases), title, facets (category name and attribute
+//!   values, a true flag as its name) and description. Each field's term
+//!   count is normalised by that field's length against the catalog's mean
+//!   (`b` = 0.75), the structured fields count twice the description, the
+//!   sum saturates (`k1` = 1.2), and each lexeme weighs its inverse document
+//!   frequency over the catalog (`search.lexeme_stats`, rebuilt on every
+//!   load and import). `k1` and `b` are the textbook defaults; the 2 : 1
+//!   weight of structured fields over free text is the usual BM25F order (a
+//!   catalog asserts its fields; descriptions are marketing copy that repeats
+//!   stock phrases).
+//! * **fused order**: the candidate's place in the pool that unweighted RRF
+//!   made of the three arms, as 1 − index / pool size. It carries what the
+//!   arms agreed on, meaning included.
+//! * **identity**: for each query token, its best fuzzy match among the
+//!   product's identity tokens (title, brand, model, SKU), averaged over the
+//!   query tokens. Tokens are compared as identifier keys (lower-cased
+//!   letters and digits, so `VX-HP000123` and `vxhp000123` are the same
+//!   key); a match is the mean of character-trigram similarity (Jaccard over
+//!   padded trigrams, as pg_trgm pads) and edit similarity (1 − optimal
+//!   string alignment distance / longer length).
 //!
-//! The final score depends on whether the query is *identifier-like*: it has
-//! a token key of at least four characters with both a letter and a digit
-//! (a SKU or model number, possibly misspelt).
+//! The score: base = the mean of the text match, min–max scaled over the
+//! pool, and the fused order (CombSUM of two normalised scores: neither
+//! trusted over the other); then, if the query is *identifier-like* (a
+//! token key of at least four characters with letters and digits: a SKU or
+//! model number, perhaps misspelt), 0.3 × base + 0.7 × identity, because
+//! neither words nor fusion tell `KSHP-1040` from `KSHP-1004`; otherwise
+//! 0.85 × base + 0.15 × identity, so a misspelt brand still counts without
+//! overriding the rest. Without lexemes or statistics the text match is
+//! left out and the fused order stands alone.
 //!
-//! * identifier-like: score = 0.3 × base + 0.7 × identity. The sentence model
-//!   and word coverage know nothing about `KSHP-1040` versus `KSHP-1004`, so
-//!   identifier closeness decides: the look-alike series of a SKU orders by
-//!   how close its identifiers are, and a misspelt model still finds its
-//!   product.
-//! * otherwise: score = 0.85 × base + 0.15 × identity, so a misspelt brand or
-//!   title word still counts for something without overriding the meaning.
+//! No number here was fitted to a query set; EVALUATION.md says how each
+//! was chosen and what the reranker gives on both evaluation catalogs. The
+//! cosine of the stored product vectors was measured as a third signal and
+//! left out: the semantic arm's view already reaches the pool through the
+//! fused order, and scoring it twice lowered both catalogs. Scores are
+//! rounded to six decimals; everything is deterministic.
 //!
-//! Everything is deterministic (scores are rounded to six decimals) and cheap:
-//! the fuzzy matching is a few thousand short-string comparisons per pool.
-//! It is not a learned reranker and is not meant to beat one; in particular it
-//! has no notion of negation (the caller strips negated terms before calling)
-//! or of filters (the pool is already eligible).
+//! It knows nothing of negation (the caller strips negated terms and the
+//! eligibility predicate enforces them) or of filters (the pool is already
+//! eligible).
 
-use super::{RerankError, Reranker};
-use crate::embed::{cosine, EmbedKind, Embedder};
+use super::{Candidate, Pool, RerankError, Reranker, DESCRIPTION, FIELDS};
 use async_trait::async_trait;
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
 
-/// Memoised head embeddings kept at most (then the memo starts afresh).
-const MEMO_CAPACITY: usize = 50_000;
+/// Weight of the identity match for identifier-like queries.
+const IDENTITY_WEIGHT_IDENTIFIER: f64 = 0.7;
+/// Weight of the identity match for all other queries.
+const IDENTITY_WEIGHT_TEXT: f64 = 0.15;
+/// BM25's term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25's length normalisation.
+const B: f64 = 0.75;
+/// Field weights: structured fields twice the description.
+const FIELD_WEIGHTS: [f64; FIELDS] = {
+    let mut w = [2.0; FIELDS];
+    w[DESCRIPTION] = 1.0;
+    w
+};
 
 const STOPWORDS: &[&str] = &[
     "a",
@@ -85,48 +107,15 @@ const STOPWORDS: &[&str] = &[
     "over",
 ];
 
-pub struct LocalReranker {
-    embedder: Arc<dyn Embedder>,
-    model_id: String,
-    memo: Mutex<HashMap<String, Arc<Vec<f32>>>>,
-}
+/// The local reranker (stateless; see the module documentation).
+#[derive(Debug, Default)]
+pub struct LocalReranker;
 
 impl LocalReranker {
-    pub fn new(embedder: Arc<dyn Embedder>) -> Self {
-        let model_id = format!("local/coverage+identity+{}", embedder.model_id());
-        LocalReranker {
-            embedder,
-            model_id,
-            memo: Mutex::new(HashMap::new()),
-        }
+    pub fn new() -> Self {
+        LocalReranker
     }
 }
-
-/// Lower-case word stems: letters and digits, a plural `s` dropped.
-fn terms(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let w = w.to_lowercase();
-            match w.strip_suffix('s') {
-                Some(stem) if stem.len() > 2 => stem.to_string(),
-                _ => w,
-            }
-        })
-        .collect()
-}
-
-fn coverage(query: &[String], text: &HashSet<String>) -> f64 {
-    if query.is_empty() {
-        return 0.0;
-    }
-    query.iter().filter(|t| text.contains(*t)).count() as f64 / query.len() as f64
-}
-
-/// Weight of the identity match for identifier-like queries.
-const IDENTITY_WEIGHT_IDENTIFIER: f64 = 0.7;
-/// Weight of the identity match for all other queries.
-const IDENTITY_WEIGHT_TEXT: f64 = 0.15;
 
 /// Lower-cased letters and digits only: `VX-HP000123` → `vxhp000123`.
 fn identifier_key(s: &str) -> String {
@@ -137,11 +126,13 @@ fn identifier_key(s: &str) -> String {
 }
 
 /// Whitespace-separated tokens as identifier keys, empty ones and stopwords
-/// dropped.
+/// dropped, each once.
 fn identity_keys(text: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
     text.split_whitespace()
         .map(identifier_key)
         .filter(|k| !k.is_empty() && !STOPWORDS.contains(&k.as_str()))
+        .filter(|k| seen.insert(k.clone()))
         .collect()
 }
 
@@ -193,21 +184,31 @@ impl Key {
     }
 }
 
-/// The mean, over the query keys, of each key's best match among the
-/// document's identity keys (title words and the brand/model/SKU segment).
-fn identity_match(query: &[Key], doc: &str) -> f64 {
+/// The identity signal: the mean of (a) each query key's best match among
+/// the candidate's identity keys, averaged over the query keys, and (b) the
+/// query's keys joined into one against the candidate's whole identifiers
+/// (model, SKU, brand and model), the best of them. (b) is what tells
+/// `ZPCM-108` from `ZPCM-1008 Plus` and `ZPCM-1108`: token by token both are
+/// one edit away, as whole identifiers only the second is.
+fn identity_match(query: &[Key], whole: &Key, c: &Candidate) -> f64 {
     if query.is_empty() {
         return 0.0;
     }
-    let mut parts = doc.splitn(3, ". ");
-    let title = parts.next().unwrap_or_default();
-    let identity = parts.next().unwrap_or_default();
-    let mut seen = HashSet::new();
-    let keys: Vec<Key> = identity_keys(title)
-        .into_iter()
-        .chain(identity_keys(identity))
-        .filter(|k| seen.insert(k.clone()))
-        .map(|k| Key::new(&k))
+    let tokens = token_match(query, &c.identity_text);
+    let identifiers = c
+        .identifiers
+        .iter()
+        .map(|i| whole.similarity(&Key::new(&identifier_key(i))))
+        .fold(0.0, f64::max);
+    (tokens + identifiers) / 2.0
+}
+
+/// The mean, over the query keys, of each key's best match among the
+/// candidate's identity keys.
+fn token_match(query: &[Key], identity_text: &str) -> f64 {
+    let keys: Vec<Key> = identity_keys(identity_text)
+        .iter()
+        .map(|k| Key::new(k))
         .collect();
     let total: f64 = query
         .iter()
@@ -216,95 +217,92 @@ fn identity_match(query: &[Key], doc: &str) -> f64 {
     total / query.len() as f64
 }
 
-/// The title and attribute segments of a rerank text.
-fn head(doc: &str) -> String {
-    let mut parts = doc.splitn(5, ". ");
-    let title = parts.next().unwrap_or_default();
-    let _identity = parts.next();
-    let _category = parts.next();
-    let attrs = parts.next().unwrap_or_default();
-    format!("{title}. {attrs}")
+/// BM25's inverse document frequency (never negative).
+fn idf(docs: f64, n: f64) -> f64 {
+    (1.0 + (n - docs + 0.5) / (docs + 0.5)).ln().max(0.0)
+}
+
+/// BM25F of the query's lexemes over the candidate's fields; `None`
+/// without query lexemes or catalog statistics.
+fn text_match(pool: &Pool<'_>, c: &Candidate) -> Option<f64> {
+    let stats = pool.catalog?;
+    if pool.query_lexemes.is_empty() {
+        return None;
+    }
+    let lengths = c.field_lengths();
+    let norm: Vec<f64> = (0..FIELDS)
+        .map(|f| {
+            let avg = stats.avg_field_lengths[f];
+            if avg > 0.0 {
+                1.0 - B + B * lengths[f] / avg
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let score = pool
+        .query_lexemes
+        .iter()
+        .map(|q| {
+            let Some(counts) = c.lexemes.get(&q.lexeme) else {
+                return 0.0;
+            };
+            let tf: f64 = (0..FIELDS)
+                .map(|f| FIELD_WEIGHTS[f] * f64::from(counts[f]) / norm[f])
+                .sum();
+            idf(q.docs, stats.products.max(1.0)) * tf / (K1 + tf)
+        })
+        .sum();
+    Some(score)
+}
+
+/// Min–max scaling over the pool (all equal: 1).
+fn scaled(values: &[f64]) -> Vec<f64> {
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    values
+        .iter()
+        .map(|&x| if hi > lo { (x - lo) / (hi - lo) } else { 1.0 })
+        .collect()
 }
 
 #[async_trait]
 impl Reranker for LocalReranker {
     fn model_id(&self) -> &str {
-        &self.model_id
+        "local/bm25f+fused+identity"
     }
 
-    async fn rerank(
-        &self,
-        query: &str,
-        documents: &[String],
-    ) -> Result<Vec<(usize, f64)>, RerankError> {
-        let q_terms: Vec<String> = terms(query)
-            .into_iter()
-            .filter(|t| !STOPWORDS.contains(&t.as_str()))
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        let q_keys: Vec<String> = {
-            let mut seen = HashSet::new();
-            identity_keys(query)
-                .into_iter()
-                .filter(|k| seen.insert(k.clone()))
-                .collect()
-        };
+    async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
+        let q_keys = identity_keys(pool.query);
         let identity_weight = if q_keys.iter().any(|k| is_identifier(k)) {
             IDENTITY_WEIGHT_IDENTIFIER
         } else {
             IDENTITY_WEIGHT_TEXT
         };
+        let whole = Key::new(&q_keys.concat());
         let q_keys: Vec<Key> = q_keys.iter().map(|k| Key::new(k)).collect();
-        let heads: Vec<String> = documents.iter().map(|d| head(d)).collect();
-        let missing: Vec<String> = {
-            let memo = self.memo.lock().expect("memo lock");
-            let mut seen = HashSet::new();
-            heads
-                .iter()
-                .filter(|h| !memo.contains_key(*h) && seen.insert((*h).clone()))
-                .cloned()
-                .collect()
-        };
-        let mut texts = vec![query.to_string()];
-        texts.extend(missing.iter().cloned());
-        // Two calls in flight: the local model uses one core per call.
-        let half = texts.len().div_ceil(2).max(1);
-        let calls = texts
-            .chunks(half)
-            .map(|c| self.embedder.embed_for_scoring(c, EmbedKind::Document));
-        let mut vectors: Vec<Vec<f32>> = futures_util::future::try_join_all(calls)
-            .await
-            .map_err(|e| RerankError::Failed(e.to_string()))?
-            .into_iter()
-            .flatten()
-            .collect();
-        if vectors.len() != texts.len() {
-            return Err(RerankError::Failed(
-                "embedder returned the wrong number of vectors".into(),
-            ));
-        }
-        let q_vec = vectors.remove(0);
-        let mut memo = self.memo.lock().expect("memo lock");
-        if memo.len() + missing.len() > MEMO_CAPACITY {
-            memo.clear();
-        }
-        for (h, v) in missing.into_iter().zip(vectors) {
-            memo.insert(h, Arc::new(v));
-        }
-        let scored = documents
+        let n = pool.candidates.len().max(1) as f64;
+        let text: Option<Vec<f64>> = pool
+            .candidates
             .iter()
-            .zip(&heads)
+            .map(|c| text_match(pool, c))
+            .collect::<Option<Vec<f64>>>()
+            .map(|t| scaled(&t));
+
+        let scored = pool
+            .candidates
+            .iter()
             .enumerate()
-            .map(|(i, (doc, h))| {
-                let all: HashSet<String> = terms(doc).into_iter().collect();
-                let title: HashSet<String> = terms(doc.split(". ").next().unwrap_or_default())
-                    .into_iter()
-                    .collect();
-                let sim = memo.get(h).map_or(0.0, |v| f64::from(cosine(&q_vec, v)));
-                let base =
-                    0.5 * sim + 0.3 * coverage(&q_terms, &all) + 0.2 * coverage(&q_terms, &title);
-                let identity = identity_match(&q_keys, doc);
+            .map(|(i, c)| {
+                let fused = 1.0 - i as f64 / n;
+                let base = match &text {
+                    Some(t) => (t[i] + fused) / 2.0,
+                    None => fused,
+                };
+                let identity = identity_match(&q_keys, &whole, c);
                 let score = (1.0 - identity_weight) * base + identity_weight * identity;
                 (i, (score * 1e6).round() / 1e6)
             })
@@ -316,45 +314,135 @@ impl Reranker for LocalReranker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::HashingEmbedder;
+    use crate::rerank::{CatalogStats, QueryLexeme, FACETS, IDENTITY, TITLE};
+    use std::collections::HashMap;
+
+    fn candidate(lexemes: &[(&str, usize, u32)], identity: &str) -> Candidate {
+        let mut map: HashMap<String, [u32; FIELDS]> = HashMap::new();
+        for &(l, field, n) in lexemes {
+            map.entry(l.to_string()).or_default()[field] += n;
+        }
+        Candidate {
+            text: String::new(),
+            identity_text: identity.into(),
+            identifiers: vec![identity.into()],
+            lexemes: map,
+        }
+    }
+
+    fn stats() -> Option<CatalogStats> {
+        Some(CatalogStats {
+            products: 1000.0,
+            avg_field_lengths: [4.0, 5.0, 8.0, 30.0],
+        })
+    }
+
+    fn lexeme(l: &str, docs: f64) -> QueryLexeme {
+        QueryLexeme {
+            lexeme: l.into(),
+            docs,
+        }
+    }
 
     #[tokio::test]
-    async fn prefers_documents_that_cover_the_query_and_is_deterministic() {
-        let r = LocalReranker::new(Arc::new(HashingEmbedder::new(128)));
-        let docs = vec![
-            "Aurel AUHP-1 Studio Headphones. Aurel AUHP-1. headphones. noise cancelling: true. Great for flights".to_string(),
-            "Hearthly HEKT-2 Glass Kettle. Hearthly HEKT-2. kettles. capacity ml: 1700. Boils fast".to_string(),
-        ];
-        let a = r
-            .rerank("noise cancelling headphones", &docs)
-            .await
-            .unwrap();
-        let b = r
-            .rerank("noise cancelling headphones", &docs)
-            .await
-            .unwrap();
-        assert_eq!(a, b);
+    async fn the_rare_need_stated_in_a_field_lifts_a_candidate_over_the_fused_order() {
+        let pool = Pool {
+            query: "multipoint headphones",
+            query_lexemes: vec![lexeme("multipoint", 40.0), lexeme("headphon", 900.0)],
+            catalog: stats(),
+            candidates: vec![
+                candidate(&[("headphon", TITLE, 1)], "Auro Headphones"),
+                candidate(
+                    &[("headphon", TITLE, 1), ("multipoint", FACETS, 1)],
+                    "Auro Max Headphones",
+                ),
+            ],
+        };
+        let a = LocalReranker::new().rerank(&pool).await.unwrap();
+        let b = LocalReranker::new().rerank(&pool).await.unwrap();
+        assert_eq!(a, b, "deterministic");
+        assert!(a[1].1 > a[0].1, "{a:?}");
+        // A structured field counts more than the description.
+        let in_description = candidate(
+            &[("headphon", TITLE, 1), ("multipoint", DESCRIPTION, 1)],
+            "A",
+        );
+        let in_facets = candidate(&[("headphon", TITLE, 1), ("multipoint", FACETS, 1)], "B");
+        assert!(
+            text_match(&pool, &in_facets).unwrap() > text_match(&pool, &in_description).unwrap()
+        );
+        // A rarer word counts more than a common one.
+        let common = candidate(&[("headphon", FACETS, 1)], "C");
+        let rare = candidate(&[("multipoint", FACETS, 1)], "D");
+        assert!(text_match(&pool, &rare).unwrap() > text_match(&pool, &common).unwrap());
+    }
+
+    #[tokio::test]
+    async fn without_statistics_the_fused_order_stands() {
+        let pool = Pool {
+            query: "kettle",
+            query_lexemes: vec![lexeme("kettl", 10.0)],
+            catalog: None,
+            candidates: vec![
+                candidate(&[], "Brew One"),
+                candidate(&[("kettl", IDENTITY, 3)], "Brew Two"),
+            ],
+        };
+        let a = LocalReranker::new().rerank(&pool).await.unwrap();
         assert!(a[0].1 > a[1].1, "{a:?}");
     }
 
     #[tokio::test]
     async fn identifier_queries_order_by_identifier_closeness() {
-        let r = LocalReranker::new(Arc::new(HashingEmbedder::new(128)));
-        let doc = |brand: &str, model: &str, sku: &str| {
-            format!(
-                "{brand} {model} Bike Helmet. {brand} {model} {sku}. bike helmets. size: m. Light"
+        let doc = |brand: &str, model: &str, sku: &str| Candidate {
+            identifiers: vec![model.into(), sku.into(), format!("{brand} {model}")],
+            ..candidate(
+                &[],
+                &format!("{brand} {model} Bike Helmet {brand} {model} {sku}"),
             )
         };
-        let docs = vec![
+        let candidates = vec![
             doc("Velox", "VXBH-1501", "VX-BH000501"),
             doc("Basecamp Co", "BCBH-1077 Pro", "BC-BH000077"),
             doc("Basecamp Co", "BCBH-1071", "BC-BH000071"),
         ];
         // A SKU: the same series ranks above another brand's helmet.
-        let a = r.rerank("BC-BH000073", &docs).await.unwrap();
+        let pool = Pool {
+            query: "BC-BH000073",
+            candidates: candidates.clone(),
+            ..Pool::default()
+        };
+        let a = LocalReranker::new().rerank(&pool).await.unwrap();
         assert!(a[2].1 > a[0].1 && a[1].1 > a[0].1, "{a:?}");
         // A misspelt model (one transposition) still finds its product.
-        let b = r.rerank("Basecamp Co BCBH-1707 Pro", &docs).await.unwrap();
+        let pool = Pool {
+            query: "Basecamp Co BCBH-1707 Pro",
+            candidates,
+            ..Pool::default()
+        };
+        let b = LocalReranker::new().rerank(&pool).await.unwrap();
         assert!(b[1].1 > b[2].1 && b[1].1 > b[0].1, "{b:?}");
+    }
+
+    #[test]
+    fn a_misspelt_model_is_matched_as_a_whole_identifier() {
+        // Token by token "ZPCM-108" is one edit from both models; as whole
+        // identifiers only ZPCM-1108 is.
+        let doc = |model: &str| Candidate {
+            identifiers: vec![model.into(), format!("Zephra {model}")],
+            ..candidate(&[], &format!("Zephra {model} Coffee Maker"))
+        };
+        let keys = identity_keys("ZPCM-108");
+        let whole = Key::new(&keys.concat());
+        let keys: Vec<Key> = keys.iter().map(|k| Key::new(k)).collect();
+        let near = identity_match(&keys, &whole, &doc("ZPCM-1108"));
+        let far = identity_match(&keys, &whole, &doc("ZPCM-1008 Plus"));
+        assert!(near > far, "{near} {far}");
+    }
+
+    #[test]
+    fn inverse_document_frequency_is_never_negative() {
+        assert!(idf(10.0, 1000.0) > idf(500.0, 1000.0));
+        assert_eq!(idf(5000.0, 10.0), 0.0);
     }
 }

@@ -170,7 +170,9 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
                 .map(|(pid, m)| (pid.clone(), m.get(*k).cloned().unwrap_or(Value::Null)))
                 .collect();
             let first = values.values().next();
-            let differs = values.values().any(|v| Some(v) != first);
+            let differs = values
+                .values()
+                .any(|v| first.is_some_and(|f| !crate::catalog::attribute::same(f, v)));
             MatrixRow {
                 key: (*k).clone(),
                 values,

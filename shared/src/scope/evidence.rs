@@ -146,7 +146,7 @@ struct Record {
     /// no term matched the unit's text.
     snippet: Option<String>,
     source_uri: String,
-    source_revision: i32,
+    source_revision: String,
     updated_at: DateTime<Utc>,
     /// Stars, for reviews; null for specifications.
     rating: Option<f64>,

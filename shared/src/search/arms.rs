@@ -114,6 +114,29 @@ pub async fn apply_settings<C: GenericClient>(
     Ok(())
 }
 
+/// An attribute filter in the projection's form (migration 0011): every
+/// value as a one-item list, so that `attributes @> $9` holds when the
+/// product's value equals it or its list contains it.
+fn attribute_sets(want: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    want.iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::Array(vec![v.clone()])))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Whether a query can be about a product's identity (brand, model, SKU,
+/// title words), which is all the trigram arm matches: at most three words,
+/// or a word that mixes letters and digits (a model or SKU, perhaps
+/// misspelt). A longer query of plain words describes a need; the trigram
+/// arm has nothing to match it against and would only add look-alike noise.
+pub fn identity_query(q: &str) -> bool {
+    let words: Vec<&str> = q.split_whitespace().collect();
+    words.len() <= 3
+        || words
+            .iter()
+            .any(|w| w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(char::is_alphabetic))
+}
+
 /// Bound parameters $1..$10 of the eligibility predicate.
 pub struct Eligibility {
     domain: Option<String>,
@@ -156,7 +179,7 @@ impl Eligibility {
             min_price: f.min_price_cents,
             max_price: f.max_price_cents,
             min_rating: f.min_rating,
-            attributes: f.attributes.clone().map(serde_json::Value::Object),
+            attributes: f.attributes.as_ref().map(attribute_sets),
             negated,
         }
     }
@@ -546,6 +569,20 @@ pub async fn metadata_only<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_queries_that_can_name_an_identity_go_to_the_trigram_arm() {
+        assert!(identity_query("kshp 1040"));
+        assert!(identity_query("wired headphones"));
+        assert!(identity_query("Basecamp Co BCBH-1707 Pro"));
+        assert!(identity_query(
+            "ultrawide moniter with usb c charging for my laptop ZX9"
+        ));
+        assert!(!identity_query(
+            "something to keep drinks cold on a long hike"
+        ));
+        assert!(!identity_query("hedphones with a 5 year warrenty"));
+    }
 
     #[test]
     fn every_arm_carries_the_whole_eligibility_predicate() {

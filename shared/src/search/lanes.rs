@@ -103,6 +103,12 @@ pub(crate) async fn run_arms(
     };
     let trigram_side = async {
         match variant.arms[Arm::Trigram as usize] {
+            // A query that cannot name an identity has nothing for the
+            // trigram arm to match (`arms::identity_query`).
+            true if !arms::identity_query(positive) => Ok(ArmResult::skipped(
+                profile.trigram_limit,
+                "descriptive_query",
+            )),
             true => arms::trigram(lane(Arm::Trigram), elig, positive, profile).await,
             false => Ok(ArmResult::skipped(profile.trigram_limit, "disabled")),
         }

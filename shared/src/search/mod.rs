@@ -163,9 +163,29 @@ struct ProductRow {
     attributes: Map<String, Value>,
     source_uri: String,
     revision: i32,
+    /// The projection's lexical document (`tsvector` as text), when reranking.
+    document: Option<String>,
 }
 
 impl ProductRow {
+    /// The pool member as the reranker sees it.
+    fn rerank_candidate(&self) -> rerank::Candidate {
+        rerank::Candidate {
+            text: self.rerank_text(),
+            identity_text: format!("{} {} {} {}", self.title, self.brand, self.model, self.sku),
+            identifiers: vec![
+                self.model.clone(),
+                self.sku.clone(),
+                format!("{} {}", self.brand, self.model),
+            ],
+            lexemes: self
+                .document
+                .as_deref()
+                .map(rerank::parse_tsvector)
+                .unwrap_or_default(),
+        }
+    }
+
     /// What the reranker reads: identity, taxonomy, attributes, description.
     fn rerank_text(&self) -> String {
         // A false flag is left out: "noise cancelling: false" must not
@@ -179,6 +199,14 @@ impl ProductRow {
                     Value::Bool(true) => Some(key),
                     Value::Bool(false) => None,
                     Value::String(s) => Some(format!("{key}: {s}")),
+                    Value::Array(items) => Some(format!(
+                        "{key}: {}",
+                        items
+                            .iter()
+                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
                     other => Some(format!("{key}: {other}")),
                 }
             })
@@ -279,6 +307,36 @@ async fn embed_query(ctx: &Ctx, query: &str) -> Result<pgvector::Vector, String>
             "semantic arm skipped: query embedding exceeded its {} ms deadline",
             ctx.profile.embed_deadline_ms
         )),
+    }
+}
+
+/// The rerank stage's input: the query's lexemes with their catalog
+/// statistics (`sql/query_lexemes.sql`: `search.lexeme_stats`,
+/// `search.catalog_stats`), and every candidate's fields.
+fn rerank_pool<'a>(
+    query: &'a str,
+    lexeme_rows: &[tokio_postgres::Row],
+    members: &[Member],
+    products: &BTreeMap<String, ProductRow>,
+) -> rerank::Pool<'a> {
+    let catalog = lexeme_rows.first().map(|r| rerank::CatalogStats {
+        products: r.get(2),
+        avg_field_lengths: [r.get(3), r.get(4), r.get(5), r.get(6)],
+    });
+    rerank::Pool {
+        query,
+        query_lexemes: lexeme_rows
+            .iter()
+            .map(|r| rerank::QueryLexeme {
+                lexeme: r.get(0),
+                docs: r.get(1),
+            })
+            .collect(),
+        catalog,
+        candidates: members
+            .iter()
+            .map(|m| products[&m.product_id].rerank_candidate())
+            .collect(),
     }
 }
 
@@ -430,18 +488,28 @@ pub async fn search_variant(
         }
     };
 
-    // Catalog fields for the pool (and the reranker's text).
+    // Catalog fields for the pool, and what the reranker reads.
     let t = Instant::now();
+    let reranking = req.normalized_query.is_some()
+        && req.rerank
+        && variant.rerank
+        && ctx.reranker.is_some()
+        && !members.is_empty();
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
     let tx = crate::db::bounded_transaction(client, profile.statement_timeout_ms, true).await?;
     let rows = tx
-        .query(
-            "SELECT product_id, sku, model, brand, title, domain, category_key, description, price_cents,
-                    currency, rating, availability, attributes, source_uri, revision
-             FROM catalog.products WHERE product_id = ANY ($1)",
-            &[&ids],
-        )
+        .query(include_str!("sql/hydrate.sql"), &[&ids, &reranking])
         .await?;
+    // The rerank stage's catalog statistics for the query's lexemes, read in
+    // the same transaction: the reranker itself touches no connection.
+    let positive = req.normalized_query.as_deref().map(without_negations);
+    let lexeme_rows = match (&positive, reranking) {
+        (Some(p), true) => {
+            tx.query(include_str!("sql/query_lexemes.sql"), &[p])
+                .await?
+        }
+        _ => Vec::new(),
+    };
     tx.commit().await?;
     // The connection goes back to the pool while the reranker runs; the
     // receipt takes one again.
@@ -470,6 +538,7 @@ pub async fn search_variant(
                 attributes,
                 source_uri: r.get(13),
                 revision: r.get(14),
+                document: r.get(15),
             },
         );
     }
@@ -493,13 +562,10 @@ pub async fn search_variant(
         }
         (Some(q), Some(reranker)) => {
             let sent = members.len().min(profile.rerank_candidates);
-            let docs: Vec<String> = members[..sent]
-                .iter()
-                .map(|m| products[&m.product_id].rerank_text())
-                .collect();
             let deadline = Duration::from_millis(profile.rerank_deadline_ms);
             let positive = without_negations(q);
-            match tokio::time::timeout(deadline, reranker.rerank(&positive, &docs)).await {
+            let pool = rerank_pool(&positive, &lexeme_rows, &members[..sent], &products);
+            match tokio::time::timeout(deadline, reranker.rerank(&pool)).await {
                 Ok(Ok(scored)) => {
                     let pinned: Vec<usize> = (0..members.len())
                         .filter(|&i| members[i].exact_match)

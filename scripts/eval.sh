@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `make eval`: retrieval quality on both evaluation catalogs, from one build.
+#
+#  1. the generated sample catalog (database `mosaic`, as `make demo` leaves
+#     it) with its judged set eval/sample-queries.jsonl;
+#  2. the foreign catalog in eval/foreign/ (written by others), imported as
+#     it is into a database of its own (`mosaic_foreign`), embedded, and
+#     evaluated with eval/foreign/queries.jsonl.
+#
+# Each step is skipped when already done (catalog present, embeddings
+# current). Reports go to .mosaic/eval/{sample,foreign}.{txt,json}.
+# Extra arguments are passed to both `mosaic eval` runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mosaic/target}"
+MOSAIC="$CARGO_TARGET_DIR/debug/mosaic"
+OUT=.mosaic/eval
+FOREIGN_DB="${MOSAIC_FOREIGN_DB:-mosaic_foreign}"
+mkdir -p "$OUT"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+
+step "local database, model, build"
+bash scripts/db.sh ensure >&2
+bash scripts/fetch-model.sh >&2
+cargo build -p mosaic-cli >&2
+
+owner_url="${MOSAIC_DATABASE_URL:-$(bash scripts/db.sh url owner)}"
+runtime_url="${MOSAIC_RUNTIME_DATABASE_URL:-$(bash scripts/db.sh url runtime)}"
+
+step "sample catalog"
+MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" migrate >&2
+MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" load --sample --products 5000 --if-empty >&2
+MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" embed >&2
+
+step "foreign catalog (database $FOREIGN_DB)"
+if [ -z "$(bash scripts/db.sh psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$FOREIGN_DB'")" ]; then
+  bash scripts/db.sh psql -d postgres -qc "CREATE DATABASE $FOREIGN_DB OWNER mosaic_owner" >&2
+fi
+f_owner="${owner_url%/*}/$FOREIGN_DB"
+f_runtime="${runtime_url%/*}/$FOREIGN_DB"
+MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" migrate >&2
+if [ "$(MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" stats --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["products"])' 2>/dev/null || echo 0)" = "0" ]; then
+  MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" load \
+    --products eval/foreign/products.jsonl.gz --evidence eval/foreign/evidence.jsonl.gz >&2
+fi
+MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" embed >&2
+
+step "mosaic eval: sample catalog"
+MOSAIC_RUNTIME_DATABASE_URL="$runtime_url" "$MOSAIC" eval \
+  --queries eval/sample-queries.jsonl --json "$OUT/sample.json" "$@" | tee "$OUT/sample.txt"
+step "mosaic eval: foreign catalog"
+MOSAIC_RUNTIME_DATABASE_URL="$f_runtime" "$MOSAIC" eval \
+  --queries eval/foreign/queries.jsonl --json "$OUT/foreign.json" "$@" | tee "$OUT/foreign.txt"
+echo "reports: $OUT/{sample,foreign}.{txt,json}" >&2
