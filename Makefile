@@ -22,7 +22,7 @@ help:
 	@echo "make test   - everything needed, then every test"
 	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
 	@echo "make db-stop"
-	@echo "make sam-build - the four Lambda functions with sam build (cargo-lambda, x86_64) into .aws-sam/build"
+	@echo "make sam-build - the Lambda functions (four operations + identity interceptor) with sam build (cargo-lambda, x86_64) into .aws-sam/build"
 	@echo "make eval   - mosaic eval on both evaluation catalogs (generated sample, foreign) into .mosaic/eval/"
 	@echo "make bench  - mosaic bench with an optimised build (ARGS=\"--sizes 100000 --no-throughput\" to choose)"
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the four Lambda functions of template.yaml with `sam build`
+# Builds the Lambda functions of template.yaml (the four operations and the
+# AgentCore identity interceptor) with `sam build`
 # (BuildMethod rust-cargolambda) for x86_64, into .aws-sam/build/<LogicalId>/bootstrap.
 #
 # Installs what it needs on first use, into the same private virtual
@@ -19,7 +20,7 @@
 #                           (the host's cc/ld: glibc of the build machine)
 #   SAM_BUILD_MODE=debug    debug build instead of --release (SAM's own switch)
 # Extra arguments are passed to `sam build` (e.g. a logical id to build only that
-# function: SAM then empties .aws-sam/build of the other three).
+# function: SAM then empties .aws-sam/build of the others).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,7 +28,8 @@ VENV="${MOSAIC_TOOLS_VENV:-$HOME/.cache/mosaic/venv-aws}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mosaic/target}"
 ARCH=x86_64
 RUST_TARGET=x86_64-unknown-linux-gnu
-FUNCTIONS=(SearchProductsFunction GetProductEvidenceFunction CompareProductsFunction ExplainRetrievalFunction)
+FUNCTIONS=(SearchProductsFunction GetProductEvidenceFunction CompareProductsFunction ExplainRetrievalFunction
+           IdentityInterceptorFunction)
 
 say() { echo "sam-build: $*" >&2; }
 die() { echo "sam-build: error: $*" >&2; exit 1; }

@@ -710,10 +710,11 @@ fn agentcore_targets_put_each_tool_on_its_own_function_of_the_template() {
             target["credentialProviderConfigurations"][0]["credentialProviderType"],
             "GATEWAY_IAM_ROLE"
         );
-        // The header the functions read the principal from is propagated.
+        // The headers the identity interceptor sets for the functions are
+        // propagated.
         assert_eq!(
             target["metadataConfiguration"]["allowedRequestHeaders"],
-            json!(["x-mosaic-principal"])
+            json!(["x-mosaic-principal", "x-mosaic-principal-proof"])
         );
     }
     assert_eq!(

@@ -214,7 +214,7 @@ async fn search_health_and_principals() {
     let event = r.json()["search_event_id"].as_str().unwrap().to_string();
     assert_eq!(
         principal_of(&db, &event).await,
-        "tester@example.com:dev_1.a-b"
+        "local:tester@example.com:dev_1.a-b"
     );
 
     // A malformed principal is refused before anything runs.

@@ -1,19 +1,27 @@
-//! The four Lambda functions, as the real compiled binaries, against an
-//! emulated Lambda Runtime API and a real PostgreSQL.
+//! The four Lambda functions and the AgentCore identity interceptor, as the
+//! real compiled binaries, against an emulated Lambda Runtime API and a real
+//! PostgreSQL.
 //!
 //! Each test starts an emulator of the Runtime API (`/runtime/invocation/next`
 //! with the `Lambda-Runtime-*` headers, `/response`, `/error`, `/init/error`)
 //! on a loopback port, spawns function binaries with `AWS_LAMBDA_RUNTIME_API`
 //! pointing at it, and sends them the sample events in `events/` — both event
-//! kinds — plus the client-context shapes that stop `lambda_runtime` 1.5, and
-//! a database outage through a TCP proxy of the test's own.
+//! kinds — plus the client-context shapes that stop `lambda_runtime` 1.5, a
+//! database outage through a TCP proxy of the test's own, and every way of
+//! claiming someone else's principal that the functions must refuse.
+//!
+//! Over AgentCore the functions accept a principal only with the identity
+//! interceptor's proof; the tests share the interceptor's key
+//! ([`PROOF_KEY`]) to mint proofs where they play the interceptor, and run
+//! the interceptor binary itself where they test it.
 //!
 //! The binaries are not built by `cargo test` (they belong to other
 //! packages): build them first with
-//! `cargo build -p search-products -p get-product-evidence -p compare-products -p explain-retrieval`
+//! `cargo build -p search-products -p get-product-evidence -p compare-products -p explain-retrieval -p identity-interceptor`
 //! — `make test` does. They are looked up next to this test executable
 //! (`target/debug/<name>`).
 
+use mosaic::principal::{self, proof, Principal};
 use mosaic_integration_tests::aws_stub::{AwsStub, StubReply, StubRequest};
 use mosaic_integration_tests::{principal_of, TestDb};
 use serde_json::{json, Value};
@@ -30,8 +38,12 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-/// The caller the sample events carry (JWT `sub`, propagated header).
+/// The caller the sample events carry (JWT `sub`).
 const SUB: &str = "3f6c9a2e-8d41-4b7a-9e55-1c2d3e4f5a6b";
+/// The issuer of the sample events' tokens.
+const ISS: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Mosaic0Ex";
+/// The key the functions and the interceptor share in these tests.
+const PROOF_KEY: &str = "mosaic-lambda-tests-principal-proof-key-0001";
 /// The scope placeholder of the sample events.
 const PLACEHOLDER: &str = "00000000-0000-4000-8000-000000000000";
 /// The product placeholders of the sample events.
@@ -307,7 +319,8 @@ fn binary(name: &str) -> PathBuf {
     assert!(
         path.is_file(),
         "{} is missing: build the functions first with `cargo build -p search-products \
-         -p get-product-evidence -p compare-products -p explain-retrieval` (`make test` does)",
+         -p get-product-evidence -p compare-products -p explain-retrieval \
+         -p identity-interceptor` (`make test` does)",
         path.display()
     );
     path
@@ -320,6 +333,7 @@ fn logical_id(name: &str) -> &'static str {
         "get-product-evidence" => "GetProductEvidenceFunction",
         "compare-products" => "CompareProductsFunction",
         "explain-retrieval" => "ExplainRetrievalFunction",
+        "identity-interceptor" => "IdentityInterceptorFunction",
         other => panic!("no function {other}"),
     }
 }
@@ -360,6 +374,7 @@ impl Function {
             .env("AWS_REGION", "us-east-1")
             .env("MOSAIC_DATABASE_URL", database_url)
             .env("MOSAIC_EMBEDDER", "hashing")
+            .env("MOSAIC_PRINCIPAL_PROOF_KEY", PROOF_KEY)
             .env("RUST_LOG", "info");
         for (k, v) in env {
             cmd.env(k, v);
@@ -450,10 +465,26 @@ impl Function {
         (status, body)
     }
 
-    /// An AgentCore tool call: the output object or the error envelope.
+    /// An AgentCore tool call (or a direct invocation): the output object,
+    /// or the error envelope of a function error, after checking that
+    /// error's shape ([`tool_error`]).
     async fn agentcore(&mut self, args: &Value, client_context: Option<&str>) -> Value {
-        self.response(args.to_string().as_bytes(), client_context)
+        self.tool_answer(args.to_string().as_bytes(), client_context)
             .await
+    }
+
+    async fn tool_answer(&mut self, event: &[u8], client_context: Option<&str>) -> Value {
+        match self.invoke(event, client_context).await {
+            Outcome::Response(v) => {
+                assert!(
+                    v.get("error").is_none(),
+                    "{}: an error must be a function error, not a response: {v}",
+                    self.name
+                );
+                v
+            }
+            Outcome::Error(e) => tool_error(&e),
+        }
     }
 
     fn assert_alive(&mut self) {
@@ -464,12 +495,15 @@ impl Function {
             self.logs()
         );
         assert!(
-            self.api.invocation_errors().is_empty() && self.api.init_errors().is_empty(),
-            "{}: errors were reported to the Runtime API: {:?} {:?}",
+            self.api.init_errors().is_empty(),
+            "{}: init errors were reported to the Runtime API: {:?}",
             self.name,
-            self.api.invocation_errors(),
             self.api.init_errors()
         );
+        // Function errors are how tool calls report errors; each is one.
+        for e in self.api.invocation_errors() {
+            tool_error(&e);
+        }
     }
 }
 
@@ -504,25 +538,90 @@ fn event_text(function: &str, file: &str) -> String {
         .unwrap_or_else(|e| panic!("events/{function}/{file}: {e}"))
 }
 
-/// The gateway's client context of a function, compacted to one header line.
+/// The principal the sample events carry.
+fn sample_principal() -> Principal {
+    Principal::jwt(ISS, SUB).unwrap()
+}
+
+/// Unix seconds.
+fn now_s() -> u64 {
+    now_ms() / 1000
+}
+
+/// A proof as the identity interceptor makes it.
+fn proof_for(principal: &Principal, tool_name: &str, expiry: u64) -> String {
+    proof::Key::new(PROOF_KEY)
+        .unwrap()
+        .sign(principal, tool_name, expiry)
+}
+
+/// The error envelope of a function error, after checking its shape: the
+/// stable code as `errorType`, the envelope as JSON text in `errorMessage`.
+fn tool_error(e: &Value) -> Value {
+    let kind = e["errorType"].as_str().unwrap_or_else(|| panic!("{e}"));
+    let envelope: Value = serde_json::from_str(e["errorMessage"].as_str().unwrap_or_default())
+        .unwrap_or_else(|err| panic!("errorMessage is not the envelope ({err}): {e}"));
+    assert_eq!(envelope["error"]["code"], kind, "{e}");
+    envelope
+}
+
+/// The gateway's client context of a function (the sample file), with a
+/// fresh proof from the interceptor for its principal and tool, compacted to
+/// one header line.
 fn client_context(function: &str) -> String {
     let text = std::fs::read_to_string(events_dir(function).join("agentcore-client-context.json"))
         .expect("agentcore-client-context.json");
-    serde_json::from_str::<Value>(&text).unwrap().to_string()
+    let mut cc: Value = serde_json::from_str(&text).unwrap();
+    let tool = cc["custom"]["bedrockAgentCoreToolName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let headers = &mut cc["custom"]["bedrockAgentCorePropagatedHeaders"];
+    assert_eq!(headers[principal::HEADER], sample_principal().as_str());
+    headers[principal::PROOF_HEADER] =
+        Value::from(proof_for(&sample_principal(), &tool, now_s() + 60));
+    cc.to_string()
 }
 
-/// A client context that names `tool` and propagates `principal`.
-fn context_for(tool: &str, principal: Option<&str>) -> String {
+/// A gateway client context for `tool` with the given propagated headers
+/// (principal, proof), as they are: the proof is whatever the caller says.
+fn gateway_context(tool_name: &str, principal: Option<&str>, proof: Option<&str>) -> String {
     let mut custom = json!({
         "bedrockAgentCoreGatewayId": "mosaic-gateway-test",
         "bedrockAgentCoreTargetId": "TARGET0001",
         "bedrockAgentCoreMessageVersion": "1.0",
-        "bedrockAgentCoreToolName": format!("mosaic-products___{tool}"),
+        "bedrockAgentCoreToolName": tool_name,
     });
+    let mut headers = serde_json::Map::new();
     if let Some(p) = principal {
-        custom["bedrockAgentCorePropagatedHeaders"] = json!({ "x-mosaic-principal": p });
+        headers.insert(principal::HEADER.into(), p.into());
+    }
+    if let Some(p) = proof {
+        headers.insert(principal::PROOF_HEADER.into(), p.into());
+    }
+    if !headers.is_empty() {
+        custom["bedrockAgentCorePropagatedHeaders"] = Value::Object(headers);
     }
     json!({ "custom": custom, "client": null, "env": null }).to_string()
+}
+
+/// The gateway's tool name of an operation.
+fn tool_name(tool: &str) -> String {
+    format!("mosaic-products___{tool}")
+}
+
+/// A client context that names `tool` and, when given, a principal with the
+/// interceptor's valid proof.
+fn context_for(tool: &str, principal: Option<&Principal>) -> String {
+    let full = tool_name(tool);
+    match principal {
+        None => gateway_context(&full, None, None),
+        Some(p) => gateway_context(
+            &full,
+            Some(p.as_str()),
+            Some(&proof_for(p, &full, now_s() + 60)),
+        ),
+    }
 }
 
 /// Replaces the placeholders of a sample event (scope id, then the two
@@ -621,7 +720,7 @@ async fn search_products_serves_every_sample_event() {
                 assert_eq!(status, 200, "{v}");
                 let (id, granted, _) = check_search(&v, 5, 3);
                 assert_eq!(granted.len(), 3, "{v}");
-                assert_eq!(principal_of(&db, &id).await, SUB);
+                assert_eq!(principal_of(&db, &id).await, sample_principal().as_str());
             }
             "apigw-bad-input.json" => {
                 let (status, v) = f.apigw(&event).await;
@@ -636,7 +735,7 @@ async fn search_products_serves_every_sample_event() {
             "agentcore.json" => {
                 let v = f.agentcore(&event, Some(&cc)).await;
                 let (id, _, _) = check_search(&v, 5, 3);
-                assert_eq!(principal_of(&db, &id).await, SUB);
+                assert_eq!(principal_of(&db, &id).await, sample_principal().as_str());
             }
             "agentcore-bad-input.json" => {
                 let v = f.agentcore(&event, Some(&cc)).await;
@@ -658,7 +757,7 @@ async fn search_products_serves_every_sample_event() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(
         principal_of(&db, v["search_event_id"].as_str().unwrap()).await,
-        arn
+        format!("iam:{arn}")
     );
     let mut anonymous = iam.clone();
     anonymous["requestContext"]
@@ -674,19 +773,35 @@ async fn search_products_serves_every_sample_event() {
         assert_eq!(error_of(&v), ("unauthenticated", None), "{cc:?}");
     }
     // A tool of another function; a bare tool name is fine.
+    let me = sample_principal();
     let v = f
-        .agentcore(&args, Some(&context_for("get_product_evidence", Some(SUB))))
+        .agentcore(&args, Some(&context_for("get_product_evidence", Some(&me))))
         .await;
     assert_eq!(error_of(&v).0, "invalid_argument", "{v}");
-    let bare = json!({"custom": {"bedrockAgentCoreToolName": "search_products",
-        "bedrockAgentCorePropagatedHeaders": {"x-mosaic-principal": SUB}}})
-    .to_string();
+    let bare = gateway_context(
+        "search_products",
+        Some(me.as_str()),
+        Some(&proof_for(&me, "search_products", now_s() + 60)),
+    );
     check_search(&f.agentcore(&args, Some(&bare)).await, 5, 3);
     // Not an object, not JSON.
     let v = f.agentcore(&json!(["kettle"]), Some(&cc)).await;
     assert_eq!(error_of(&v), ("invalid_json", None));
+    let v = f.tool_answer(b"{not json", Some(&cc)).await;
+    assert_eq!(error_of(&v), ("invalid_json", None));
+    // Errors over AgentCore are function errors (the gateway's `isError`),
+    // typed by the stable code, with the envelope as the message.
     match f.invoke(b"{not json", Some(&cc)).await {
-        Outcome::Response(v) => assert_eq!(error_of(&v), ("invalid_json", None)),
+        Outcome::Error(e) => {
+            assert_eq!(e["errorType"], "invalid_json", "{e}");
+            assert!(
+                e["errorMessage"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("{\"error\""),
+                "{e}"
+            );
+        }
         other => panic!("{other:?}"),
     }
     f.assert_alive();
@@ -798,7 +913,8 @@ async fn scoped_functions_serve_every_sample_event_in_scope_and_refuse_outside()
         // Outside the scope: another caller; a product served but not granted.
         let agentcore_args =
             substitute(&event_text(function, "agentcore.json"), &event_id, &granted);
-        let other = context_for(&tool, Some("someone-else"));
+        let someone_else = Principal::jwt(ISS, "someone-else").unwrap();
+        let other = context_for(&tool, Some(&someone_else));
         assert_eq!(
             f.agentcore(&agentcore_args, Some(&other)).await,
             generic_refusal()
@@ -827,7 +943,9 @@ async fn client_context_shapes_never_stop_the_function() {
     .await;
     let args = json!({"query": "espresso machine", "limit": 3});
     let good = client_context("search-products");
-    // (client context, expected: Ok(principal) or Err(code))
+    // (client context, expected: Ok(principal) or Err(code)). Without the
+    // gateway's tool name an invocation is direct: anonymous here, whatever
+    // else the context says. With it, a principal needs the proof.
     let shapes: Vec<(&str, Result<&str, &str>)> = vec![
         (r#"{"custom":null}"#, Ok("anonymous")),
         (r#"{"client":null}"#, Ok("anonymous")),
@@ -840,17 +958,21 @@ async fn client_context_shapes_never_stop_the_function() {
             Ok("anonymous"),
         ),
         (
-            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","attempt":2,"sampled":true,"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"ctx-user","x-tenant":["a","b"]}},"client":null}"#,
-            Ok("ctx-user"),
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","attempt":2,"sampled":true,"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"local:ctx-user","x-tenant":["a","b"]}},"client":null}"#,
+            Err("unauthenticated"),
         ),
         (
-            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","bedrockAgentCorePropagatedHeaders":"{\"X-Mosaic-Principal\":\"json-string-user\"}"}}"#,
-            Ok("json-string-user"),
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","bedrockAgentCorePropagatedHeaders":"{\"X-Mosaic-Principal\":\"local:json-string-user\"}"}}"#,
+            Err("unauthenticated"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products"}}"#,
+            Ok("anonymous"),
         ),
         (r#"{"custom":"a string"}"#, Ok("anonymous")),
         (
-            r#"{"custom":{"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"jürgen@example.com"}}}"#,
-            Ok("jürgen@example.com"),
+            r#"{"custom":{"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"local:jurgen"}}}"#,
+            Ok("anonymous"),
         ),
         (
             r#"{"custom":{"bedrockAgentCoreToolName":5}}"#,
@@ -863,7 +985,11 @@ async fn client_context_shapes_never_stop_the_function() {
         // A propagated identity that is there but unusable is refused, not
         // taken for anonymous.
         (
-            r#"{"custom":{"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":""}}}"#,
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":""}}}"#,
+            Err("unauthenticated"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"anonymous"}}}"#,
             Err("unauthenticated"),
         ),
         ("[]", Ok("anonymous")),
@@ -882,7 +1008,11 @@ async fn client_context_shapes_never_stop_the_function() {
         // The next invocation is served as usual.
         let v = f.agentcore(&args, Some(&good)).await;
         let (id, _, _) = check_search(&v, 3, 3);
-        assert_eq!(principal_of(&db, &id).await, SUB, "after {cc}");
+        assert_eq!(
+            principal_of(&db, &id).await,
+            sample_principal().as_str(),
+            "after {cc}"
+        );
         f.assert_alive();
     }
 }
@@ -1033,6 +1163,7 @@ async fn a_configuration_error_is_reported_as_an_init_error() {
     for (var, value) in [
         ("MOSAIC_EMBEDDER", "word2vec"),
         ("MOSAIC_ALLOW_ANONYMOUS", "perhaps"),
+        ("MOSAIC_PRINCIPAL_PROOF_KEY", "too short"),
     ] {
         let mut f = Function::start("explain-retrieval", &db.runtime_url(), &[(var, value)]).await;
         let status = tokio::time::timeout(Duration::from_secs(20), f.child.wait())
@@ -1178,7 +1309,8 @@ fn cohere_rerank(req: &StubRequest) -> StubReply {
 async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
     let db = TestDb::with_sample("lambda_aws").await;
     let secret = runtime_secret(&db);
-    let fail_rerank = Arc::new(AtomicBool::new(false));
+    // 0: reranks; 1: unavailable; 2: access denied.
+    let fail_rerank = Arc::new(AtomicU64::new(0));
     let fail = fail_rerank.clone();
     let stub = AwsStub::start(move |req| {
         if req.is_secret() {
@@ -1186,11 +1318,12 @@ async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
                 "ARN": req.body["SecretId"], "Name": "mosaic/db",
                 "SecretString": secret.to_string()}));
         }
-        match req.model().as_deref() {
-            Some("cohere.rerank-v3-5:0") if fail.load(Ordering::SeqCst) => {
+        match (req.model().as_deref(), fail.load(Ordering::SeqCst)) {
+            (Some("cohere.rerank-v3-5:0"), 1) => {
                 StubReply::error(503, "ServiceUnavailableException")
             }
-            Some("cohere.rerank-v3-5:0") => cohere_rerank(req),
+            (Some("cohere.rerank-v3-5:0"), 2) => StubReply::error(403, "AccessDeniedException"),
+            (Some("cohere.rerank-v3-5:0"), _) => cohere_rerank(req),
             _ => StubReply::error(404, "ResourceNotFoundException"),
         }
     })
@@ -1213,7 +1346,7 @@ async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
         let (principal, rerank_status, _) = receipt_of(&db, &v).await;
         assert_eq!(
             (principal.as_str(), rerank_status.as_str()),
-            (SUB, "reranked")
+            (sample_principal().as_str(), "reranked")
         );
         assert!(
             v["results"][0]["signals"]["rerank_score"].is_number(),
@@ -1233,7 +1366,7 @@ async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
         .is_some_and(|q| !q.is_empty()));
 
     // Bedrock failing: the fused order is served and the receipt says so.
-    fail_rerank.store(true, Ordering::SeqCst);
+    fail_rerank.store(1, Ordering::SeqCst);
     let (status, v) = f.apigw(&event).await;
     assert_eq!(status, 200, "{v}");
     assert!(v["results"][0]["signals"]["rerank_score"].is_null(), "{v}");
@@ -1247,6 +1380,24 @@ async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
     assert!(
         !f.logs().contains("stub/secret/key"),
         "no credentials in logs"
+    );
+    assert!(!f.logs().contains("\"level\":\"ERROR\""), "{}", f.logs());
+
+    // Access denied (no model access, no Marketplace subscription): still
+    // served, and logged as an error that names the fix.
+    fail_rerank.store(2, Ordering::SeqCst);
+    let (status, v) = f.apigw(&event).await;
+    assert_eq!(status, 200, "{v}");
+    let (_, rerank_status, _) = receipt_of(&db, &v).await;
+    assert_ne!(rerank_status, "reranked");
+    let logs = f.logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains("\"level\":\"ERROR\"") && l.contains("AWS call failed"))
+        .unwrap_or_else(|| panic!("no error line:\n{logs}"));
+    assert!(
+        line.contains("bedrock:InvokeModel") && line.contains("aws-marketplace:Subscribe"),
+        "{line}"
     );
     f.assert_alive();
 }
@@ -1301,5 +1452,413 @@ async fn in_aws_configuration_an_unverifiable_database_is_a_503_not_a_crash() {
         "{}",
         f.logs()
     );
+    f.assert_alive();
+}
+
+// ------------------------------------------------- who may claim a principal
+
+/// The answer to a call that must not be served: 401 `unauthenticated` or
+/// the generic 404 — and never anything of another principal.
+fn assert_refused(v: &Value, what: &str) {
+    let code = error_of(v).0;
+    assert!(
+        code == "unauthenticated" || *v == generic_refusal(),
+        "{what}: must be 401 or the generic 404, got {v}"
+    );
+}
+
+#[tokio::test]
+async fn nobody_can_claim_another_principal_over_agentcore_or_a_direct_invocation() {
+    let db = TestDb::with_sample("lambda_spoofing").await;
+    let url = db.runtime_url();
+    // The most permissive configuration: anonymous calls allowed too.
+    let anon = [("MOSAIC_ALLOW_ANONYMOUS", "true")];
+    let mut search = Function::start("search-products", &url, &anon).await;
+
+    // The victim searches over API Gateway; the anonymous principal searches
+    // by a direct invocation.
+    let victim = sample_principal();
+    let (status, v) = search
+        .apigw(&parse(&event_text("search-products", "apigw.json")))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let (event_id, granted, _) = check_search(&v, 5, 3);
+    assert_eq!(principal_of(&db, &event_id).await, victim.as_str());
+    let v = search
+        .agentcore(&json!({"query": "espresso machine", "limit": 3}), None)
+        .await;
+    let (anonymous_event, anonymous_granted, _) = check_search(&v, 3, 3);
+    assert_eq!(principal_of(&db, &anonymous_event).await, "anonymous");
+
+    let attacker = Principal::jwt(ISS, "11111111-2222-4333-8444-555555555555").unwrap();
+    let anonymous_sub = Principal::jwt(ISS, "anonymous").unwrap();
+    let past = now_s() - 1;
+    let future = now_s() + 60;
+
+    for function in FUNCTIONS {
+        let mut f = Function::start(function, &url, &anon).await;
+        let tool = tool_name(&function.replace('-', "_"));
+        let args = substitute(&event_text(function, "agentcore.json"), &event_id, &granted);
+        let receipts_before = receipts_of(&db, victim.as_str()).await;
+
+        // The control: the interceptor's proof for the victim serves the victim.
+        let genuine = gateway_context(
+            &tool,
+            Some(victim.as_str()),
+            Some(&proof_for(&victim, &tool, future)),
+        );
+        let v = f.agentcore(&args, Some(&genuine)).await;
+        assert!(
+            v.get("error").is_none(),
+            "{function}: the control failed: {v}"
+        );
+
+        let mut cases: Vec<(&str, String, Value)> = vec![
+            (
+                "a client-set principal without the interceptor's proof",
+                gateway_context(&tool, Some(victim.as_str()), None),
+                args.clone(),
+            ),
+            (
+                "the victim's valid proof replayed after its expiry",
+                gateway_context(
+                    &tool,
+                    Some(victim.as_str()),
+                    Some(&proof_for(&victim, &tool, past)),
+                ),
+                args.clone(),
+            ),
+            (
+                "the attacker's own valid proof under the victim's name",
+                gateway_context(
+                    &tool,
+                    Some(victim.as_str()),
+                    Some(&proof_for(&attacker, &tool, future)),
+                ),
+                args.clone(),
+            ),
+            (
+                "the victim's proof for another tool",
+                gateway_context(
+                    &tool,
+                    Some(victim.as_str()),
+                    Some(&proof_for(&victim, "mosaic-products___other_tool", future)),
+                ),
+                args.clone(),
+            ),
+            (
+                "a proof signed with another key",
+                gateway_context(
+                    &tool,
+                    Some(victim.as_str()),
+                    Some(
+                        &proof::Key::new("an attacker's guess at the key, 32+ bytes")
+                            .unwrap()
+                            .sign(&victim, &tool, future),
+                    ),
+                ),
+                args.clone(),
+            ),
+            (
+                "a direct invocation with a hand-written gateway context",
+                gateway_context(
+                    &tool,
+                    Some(victim.as_str()),
+                    Some(&format!("v1.{future}.{}", "ab".repeat(32))),
+                ),
+                args.clone(),
+            ),
+            (
+                "the sample gateway context as written (a placeholder proof)",
+                {
+                    let text = event_text(function, "agentcore-client-context.json");
+                    parse(&text).to_string()
+                },
+                args.clone(),
+            ),
+            (
+                "a principal header naming `anonymous`",
+                gateway_context(
+                    &tool,
+                    Some("anonymous"),
+                    Some(&proof_for(&victim, &tool, future)),
+                ),
+                args.clone(),
+            ),
+        ];
+        // API-Gateway-shaped arguments carrying the victim's claims, inside
+        // an AgentCore call that names the victim without proof.
+        let apigw_shaped = if function == "search-products" {
+            parse(&event_text(function, "apigw.json"))
+        } else {
+            substitute(&event_text(function, "apigw.json"), &event_id, &granted)
+        };
+        cases.push((
+            "API-Gateway-shaped arguments inside an AgentCore call",
+            gateway_context(&tool, Some(victim.as_str()), None),
+            apigw_shaped.clone(),
+        ));
+        for (what, cc, args) in &cases {
+            let v = f.agentcore(args, Some(cc)).await;
+            assert_refused(&v, &format!("{function}: {what}"));
+        }
+        // The same arguments from an authenticated attacker: arguments, not
+        // an event — refused as such, never the victim's data.
+        let v = f
+            .agentcore(
+                &apigw_shaped,
+                Some(&context_for(&function.replace('-', "_"), Some(&attacker))),
+            )
+            .await;
+        assert_eq!(status_of(error_of(&v).0), 400, "{function}: {v}");
+        // A direct invocation naming the victim is anonymous, not the victim:
+        // the victim's scope is refused (search runs, as anonymous).
+        let named = json!({"custom": {"bedrockAgentCorePropagatedHeaders": {
+            "x-mosaic-principal": victim.as_str(),
+            "x-mosaic-principal-proof": proof_for(&victim, &tool, future)}}})
+        .to_string();
+        let v = f.agentcore(&args, Some(&named)).await;
+        if function == "search-products" {
+            let (id, _, _) = check_search(&v, 5, 3);
+            assert_eq!(principal_of(&db, &id).await, "anonymous");
+        } else {
+            assert_eq!(v, generic_refusal(), "{function}: direct invocation: {v}");
+        }
+        // A `sub` of `anonymous` is a principal like any other, not the
+        // anonymous one: the anonymous caller's scope is refused to it.
+        if function != "search-products" {
+            let anon_args = substitute(
+                &event_text(function, "agentcore.json"),
+                &anonymous_event,
+                &anonymous_granted,
+            );
+            let v = f.agentcore(&anon_args, None).await;
+            assert!(
+                v.get("error").is_none(),
+                "{function}: anonymous control: {v}"
+            );
+            let v = f
+                .agentcore(
+                    &anon_args,
+                    Some(&context_for(
+                        &function.replace('-', "_"),
+                        Some(&anonymous_sub),
+                    )),
+                )
+                .await;
+            assert_eq!(
+                v,
+                generic_refusal(),
+                "{function}: sub `anonymous` over AgentCore"
+            );
+            let mut apigw = substitute(
+                &event_text(function, "apigw.json"),
+                &anonymous_event,
+                &anonymous_granted,
+            );
+            apigw["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!("anonymous");
+            let (status, v) = f.apigw(&apigw).await;
+            assert_eq!(
+                (status, v),
+                (404, generic_refusal()),
+                "{function}: sub `anonymous` over API Gateway"
+            );
+        }
+        // No refused search left a receipt in the victim's name.
+        if function == "search-products" {
+            assert_eq!(
+                receipts_of(&db, victim.as_str()).await,
+                receipts_before + 1,
+                "only the control searched as the victim"
+            );
+        }
+        f.assert_alive();
+    }
+    search.assert_alive();
+}
+
+/// How many receipts a principal has.
+async fn receipts_of(db: &TestDb, principal: &str) -> i64 {
+    db.owner()
+        .await
+        .query_one(
+            "SELECT count(*) FROM receipts.search_events WHERE principal = $1",
+            &[&principal],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The identity interceptor's headers in its output.
+fn interceptor_headers(out: &Value) -> (String, String) {
+    let h = &out["mcp"]["transformedGatewayRequest"]["headers"];
+    (
+        h[principal::HEADER]
+            .as_str()
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string(),
+        h[principal::PROOF_HEADER]
+            .as_str()
+            .unwrap_or_else(|| panic!("{out}"))
+            .to_string(),
+    )
+}
+
+#[tokio::test]
+async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
+    let db = TestDb::with_sample("lambda_interceptor").await;
+    let url = db.runtime_url();
+    let mut interceptor =
+        Function::start("identity-interceptor", "", &[("MOSAIC_JWT_ISSUER", ISS)]).await;
+    let mut search = Function::start("search-products", &url, &[]).await;
+
+    for (name, text) in sample_events("identity-interceptor") {
+        let input = parse(&text);
+        let out = interceptor.response(text.as_bytes(), None).await;
+        assert_eq!(out["interceptorOutputVersion"], "1.0", "{name}: {out}");
+        let body = &input["mcp"]["gatewayRequest"]["body"];
+        match name.as_str() {
+            "tools-call.json" | "tools-call-anonymous-sub.json" => {
+                let (who, proof) = interceptor_headers(&out);
+                let sub = if name == "tools-call.json" {
+                    SUB
+                } else {
+                    "anonymous"
+                };
+                // The token's principal, not the one the client sent.
+                assert_eq!(who, Principal::jwt(ISS, sub).unwrap().as_str(), "{name}");
+                let sent = input["mcp"]["gatewayRequest"]["headers"]["X-Mosaic-Principal"].as_str();
+                assert_ne!(Some(who.as_str()), sent, "{name}");
+                assert_eq!(
+                    out["mcp"]["transformedGatewayRequest"]["body"], *body,
+                    "{name}: the request goes on unchanged"
+                );
+                // What the gateway then hands the target: the tool's
+                // arguments, the tool name and the propagated headers.
+                let tool = body["params"]["name"].as_str().unwrap();
+                if tool.ends_with("___search_products") {
+                    let cc = gateway_context(tool, Some(&who), Some(&proof));
+                    let v = search
+                        .agentcore(&body["params"]["arguments"], Some(&cc))
+                        .await;
+                    let (id, _, _) = check_search(&v, 5, 3);
+                    assert_eq!(principal_of(&db, &id).await, who);
+                    // The same headers for another tool are refused.
+                    let cc = gateway_context(
+                        "mosaic-products___search_products",
+                        Some(&who),
+                        Some(&proof),
+                    );
+                    let v = search
+                        .agentcore(&body["params"]["arguments"], Some(&cc))
+                        .await;
+                    assert_eq!(error_of(&v).0, "unauthenticated", "{v}");
+                }
+            }
+            "tools-call-no-token.json" => {
+                let resp = &out["mcp"]["transformedGatewayResponse"];
+                assert_eq!(resp["body"]["id"], body["id"], "{out}");
+                assert_eq!(resp["body"]["result"]["isError"], true, "{out}");
+                let text = resp["body"]["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap();
+                assert_eq!(error_of(&parse(text)).0, "unauthenticated");
+                assert!(
+                    out["mcp"].get("transformedGatewayRequest").is_none(),
+                    "{out}"
+                );
+            }
+            "tools-list.json" => {
+                let req = &out["mcp"]["transformedGatewayRequest"];
+                assert_eq!(req["body"], *body, "{out}");
+                assert!(req.get("headers").is_none(), "{out}");
+            }
+            other => panic!("events/identity-interceptor/{other}: no expectation for this file"),
+        }
+    }
+    // Not the interceptor contract: a function error, so the gateway cannot
+    // go on to the target without the interceptor's headers.
+    match interceptor.invoke(b"{\"hello\": 1}", None).await {
+        Outcome::Error(e) => assert_eq!(e["errorType"], "InvalidInterceptorInput", "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        interceptor.child.try_wait().unwrap().is_none(),
+        "{}",
+        interceptor.logs()
+    );
+    assert!(
+        !interceptor.logs().contains("eyJ"),
+        "the bearer token is never logged:\n{}",
+        interceptor.logs()
+    );
+    search.assert_alive();
+
+    // Without a key the interceptor does not start.
+    let mut keyless = Function::start(
+        "identity-interceptor",
+        "",
+        &[("MOSAIC_PRINCIPAL_PROOF_KEY", "")],
+    )
+    .await;
+    let status = tokio::time::timeout(Duration::from_secs(20), keyless.child.wait())
+        .await
+        .expect("the interceptor exits after a failed init")
+        .unwrap();
+    assert!(!status.success());
+    let errors = keyless.api.init_errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].1["errorMessage"]
+        .as_str()
+        .unwrap()
+        .contains("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN"));
+}
+
+#[tokio::test]
+async fn in_aws_configuration_the_proof_key_comes_from_secrets_manager() {
+    let db = TestDb::with_sample("lambda_aws_proof").await;
+    let secret = runtime_secret(&db);
+    let proof_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mosaic/proof-AbCdEf";
+    let stub = AwsStub::start(move |req| {
+        let text = if req.body["SecretId"] == proof_arn {
+            PROOF_KEY.to_string()
+        } else {
+            secret.to_string()
+        };
+        StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": text}))
+    })
+    .await;
+    let mut f = start_as_in_aws(
+        "explain-retrieval",
+        &db,
+        &stub,
+        &[
+            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
+            ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
+        ],
+    )
+    .await;
+    // The interceptor's proof (same key) is accepted; a refusal for the
+    // placeholder scope shows the call got past the principal check.
+    let args = parse(&event_text("explain-retrieval", "agentcore.json"));
+    let v = f
+        .agentcore(&args, Some(&client_context("explain-retrieval")))
+        .await;
+    assert_eq!(v, generic_refusal(), "{v}\n{}", f.logs());
+    let forged = gateway_context(
+        &tool_name("explain_retrieval"),
+        Some(sample_principal().as_str()),
+        Some(&format!("v1.{}.{}", now_s() + 60, "00".repeat(32))),
+    );
+    let v = f.agentcore(&args, Some(&forged)).await;
+    assert_eq!(error_of(&v).0, "unauthenticated", "{v}");
+    let fetched: Vec<String> = stub
+        .requests()
+        .iter()
+        .filter(|r| r.is_secret())
+        .map(|r| r.body["SecretId"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(fetched.iter().any(|id| id == proof_arn), "{fetched:?}");
     f.assert_alive();
 }

@@ -22,7 +22,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use mosaic::lambda::{Operation, MAX_PRINCIPAL_CHARS};
+use mosaic::lambda::Operation;
 use mosaic::{contract, Ctx, Error, Principal};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -63,19 +63,10 @@ pub struct McpArgs {
     embedder: crate::embedder::EmbedderArgs,
 }
 
-/// The principal of a local server process: `local:NAME`. Names are 1 to
-/// 512 characters (prefix included) without control characters.
+/// The principal of a local server process: `local:NAME`, by the one rule
+/// every transport applies to local names (`mosaic::principal`).
 pub fn local_principal(name: &str) -> Result<Principal> {
-    let principal = format!("local:{name}");
-    if name.is_empty()
-        || principal.chars().count() > MAX_PRINCIPAL_CHARS
-        || name.chars().any(char::is_control)
-    {
-        bail!(
-            "--principal must be 1 to {MAX_PRINCIPAL_CHARS} characters without control characters"
-        );
-    }
-    Ok(Principal(principal))
+    Principal::local(name).map_err(|e| anyhow::anyhow!("--principal: {e}"))
 }
 
 pub async fn run(args: McpArgs) -> Result<()> {
@@ -427,8 +418,9 @@ mod tests {
         assert_eq!(local_principal("alice").unwrap().as_str(), "local:alice");
         assert!(local_principal("").is_err());
         assert!(local_principal("a\nb").is_err());
-        assert!(local_principal(&"p".repeat(MAX_PRINCIPAL_CHARS)).is_err());
-        assert!(local_principal(&"p".repeat(MAX_PRINCIPAL_CHARS - 6)).is_ok());
+        let max = mosaic::principal::Part::LocalName.max_chars();
+        assert!(local_principal(&"p".repeat(max + 1)).is_err());
+        assert!(local_principal(&"p".repeat(max)).is_ok());
     }
 
     #[test]

@@ -21,7 +21,12 @@ fn http(
     body: Option<&Value>,
 ) -> Result<Value> {
     let url = format!("{}{}", base.trim_end_matches('/'), path);
-    let req = ureq::request(method, &url).set("x-mosaic-principal", principal.as_str());
+    // The server makes `local:<name>` of the header; without it the call is
+    // anonymous, as `--principal anonymous` (the default) is in-process.
+    let mut req = ureq::request(method, &url);
+    if !principal.is_anonymous() {
+        req = req.set(mosaic::principal::HEADER, principal.as_str());
+    }
     let resp = match body {
         Some(b) => req.send_json(b.clone()),
         None => req.call(),

@@ -23,7 +23,7 @@ pub async fn run(ctx: Ctx, addr: SocketAddr) -> Result<()> {
         "  curl -s -X POST {base}/api/search -H 'content-type: application/json' \\\n       -d '{{\"query\": \"wireless noise cancelling headphones\", \"limit\": 5}}'"
     );
     println!(
-        "  curl -s {base}/api/retrieval/events/SEARCH_EVENT_ID -H 'x-mosaic-principal: anonymous'"
+        "  curl -s {base}/api/retrieval/events/SEARCH_EVENT_ID   (same caller: no x-mosaic-principal, or the same one)"
     );
     println!("  (request logs: MOSAIC_LOG=info; stop with Ctrl-C)");
     mosaic::server::serve(ctx, listener, shutdown_signal())

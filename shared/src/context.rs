@@ -8,22 +8,7 @@ use crate::rerank::Reranker;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::Arc;
 
-/// Who is calling. Receipts are bound to it; scoped calls from another
-/// principal are refused like any other scope miss.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal(pub String);
-
-impl Principal {
-    pub const ANONYMOUS: &'static str = "anonymous";
-
-    pub fn anonymous() -> Self {
-        Principal(Self::ANONYMOUS.to_string())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
+pub use crate::principal::Principal;
 
 #[derive(Clone)]
 pub struct Ctx {

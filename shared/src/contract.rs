@@ -705,7 +705,7 @@ pub fn http_api_md() -> String {
     s.push_str("- Requests and responses are JSON (`content-type: application/json`). Bodies over the configured limit (64 KiB by default) are refused with 413.\n");
     s.push_str("- Routes match from their `/api/` segment, so a stage prefix such as `/prod/api/search` works.\n");
     s.push_str("- Path parameters are percent-decoded. A body may repeat a path-bound argument only with the same value.\n");
-    s.push_str("- The caller's principal comes from the deployment (the API Gateway authorizer; locally the `x-mosaic-principal` header, `anonymous` without it). Receipts are bound to it.\n\n");
+    s.push_str("- The caller's principal comes from the deployment: `jwt:<issuer>#<sub>` or `iam:<arn>` from the API Gateway authorizer; over AgentCore, the gateway's identity interceptor; locally `local:<name>` from the `x-mosaic-principal` header, `anonymous` without it. Receipts are bound to it.\n\n");
     s.push_str("| Operation | Route | Read-only |\n|---|---|---|\n");
     for op in operations() {
         s.push_str(&format!(
@@ -834,7 +834,8 @@ pub fn splice_skill_md(prose: &str) -> Option<String> {
 /// create-gateway-target --cli-input-json ...`) once the placeholders are
 /// filled from the stack outputs: `${GatewayId}`, and
 /// `${SearchProductsFunctionArn}` and its siblings. The gateway calls the
-/// function with its own IAM role and propagates the principal header.
+/// function with its own IAM role and propagates the principal and proof
+/// headers the identity interceptor sets (`crate::principal`).
 pub fn agentcore_targets() -> Value {
     let tools = agentcore_tools();
     let targets: Vec<Value> = array(&tools)
@@ -853,11 +854,87 @@ pub fn agentcore_targets() -> Value {
                 "credentialProviderConfigurations": [
                     {"credentialProviderType": "GATEWAY_IAM_ROLE"}
                 ],
-                "metadataConfiguration": {"allowedRequestHeaders": ["x-mosaic-principal"]},
+                "metadataConfiguration": {"allowedRequestHeaders":
+                    [crate::principal::HEADER, crate::principal::PROOF_HEADER]},
             })
         })
         .collect();
     Value::Array(targets)
+}
+
+/// The SAM template, whose AgentCore gateway targets are generated.
+pub const TEMPLATE_YAML: &str = "template.yaml";
+/// The markers around the generated gateway targets in `template.yaml`.
+pub const BEGIN_TEMPLATE_TARGETS: &str = "  # BEGIN GENERATED: agentcore-targets";
+pub const END_TEMPLATE_TARGETS: &str = "  # END GENERATED: agentcore-targets";
+
+/// A JSON Schema of an AgentCore tool in CloudFormation's spelling
+/// (`AWS::BedrockAgentCore::GatewayTarget` `SchemaDefinition`: `Type`,
+/// `Description`, `Properties`, `Required`, `Items`).
+fn cloudformation_schema(schema: &Value) -> Value {
+    let mut out = Map::new();
+    for (k, v) in schema.as_object().into_iter().flatten() {
+        let (key, value) = match k.as_str() {
+            "type" => ("Type", v.clone()),
+            "description" => ("Description", v.clone()),
+            "required" => ("Required", v.clone()),
+            "items" => ("Items", cloudformation_schema(v)),
+            "properties" => (
+                "Properties",
+                Value::Object(
+                    v.as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(name, p)| (name.clone(), cloudformation_schema(p)))
+                        .collect(),
+                ),
+            ),
+            _ => continue,
+        };
+        out.insert(key.into(), value);
+    }
+    Value::Object(out)
+}
+
+/// The gateway targets of `template.yaml`: one
+/// `AWS::BedrockAgentCore::GatewayTarget` per function, its tool schema the
+/// contract's AgentCore tool, propagating the identity interceptor's
+/// headers. YAML whose values are JSON (a YAML subset), between
+/// [`BEGIN_TEMPLATE_TARGETS`] and [`END_TEMPLATE_TARGETS`].
+pub fn template_targets() -> String {
+    let mut s = String::new();
+    for tool in array(&agentcore_tools()) {
+        let name = text(&tool["name"]);
+        let logical = logical_function_id(name);
+        let definition = json!({
+            "Name": name,
+            "Description": tool["description"],
+            "InputSchema": cloudformation_schema(&tool["inputSchema"]),
+        });
+        let target = logical.replace("Function", "GatewayTarget");
+        s.push_str(&format!(
+            "  {target}:\n    Type: AWS::BedrockAgentCore::GatewayTarget\n    Condition: AgentCore\n    Properties:\n      GatewayIdentifier: !Ref Gateway\n      Name: mosaic-{}\n      Description: {}\n      TargetConfiguration:\n        Mcp:\n          Lambda:\n            LambdaArn: !GetAtt {logical}.Arn\n            ToolSchema:\n              InlinePayload:\n                - {}\n      CredentialProviderConfigurations:\n        - CredentialProviderType: GATEWAY_IAM_ROLE\n      MetadataConfiguration:\n        AllowedRequestHeaders: {}\n",
+            name.replace('_', "-"),
+            Value::from(format!("Mosaic Hybrid Retrieval: the {name} tool")),
+            definition,
+            json!([crate::principal::HEADER, crate::principal::PROOF_HEADER]),
+        ));
+    }
+    s
+}
+
+/// `template.yaml` with its generated gateway targets brought up to date;
+/// `None` without the markers.
+pub fn splice_template(template: &str) -> Option<String> {
+    let start = template.find(BEGIN_TEMPLATE_TARGETS)?;
+    let body = start + template[start..].find('\n')? + 1;
+    let end = body + template[body..].find(END_TEMPLATE_TARGETS)?;
+    Some(format!(
+        "{}{}{}",
+        &template[..body],
+        template_targets(),
+        &template[end..]
+    ))
 }
 
 /// The function's logical id in `template.yaml` for an operation name
@@ -900,7 +977,15 @@ pub fn generated_files() -> Vec<(&'static str, String)> {
 /// it has on disk, so a stale build never overwrites newer prose.
 pub fn generated_files_at(root: &Path) -> Vec<(&'static str, String)> {
     let prose = std::fs::read_to_string(root.join(SKILL_MD)).unwrap_or_default();
-    files(&prose)
+    let mut out = files(&prose);
+    // The template's gateway targets, where the checkout has a template.
+    if let Some(t) = std::fs::read_to_string(root.join(TEMPLATE_YAML))
+        .ok()
+        .and_then(|t| splice_template(&t))
+    {
+        out.push((TEMPLATE_YAML, t));
+    }
+    out
 }
 
 /// The generated files under `root` that are missing or differ from what

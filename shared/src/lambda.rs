@@ -2,26 +2,38 @@
 //!
 //! Each function binary is `run(Operation::X)`: it builds the [`Ctx`] once per
 //! container from the environment and then serves invocations one at a time
-//! until the Lambda Runtime API goes away. Every binary accepts two event
-//! kinds and tells them apart itself:
+//! until the Lambda Runtime API goes away. What an invocation is, is decided
+//! only by what the platform sets, never by the shape of the event body:
 //!
-//! * **API Gateway HTTP API, payload 2.0** — an object whose `requestContext`
-//!   has an `http` object (or whose `version` is `"2.0"`). The raw path
-//!   (`rawPath`, stage prefix included unless the stage is `$default`), the
-//!   raw query string and the body (base64-decoded when `isBase64Encoded`)
-//!   go to the shared router [`http::handle`], and its response comes back as
-//!   an API Gateway proxy result `{statusCode, headers, body,
-//!   isBase64Encoded}`. Status codes and error envelopes are exactly those of
-//!   `mosaic serve`.
-//! * **AgentCore Gateway Lambda target** — anything else: the event is the
-//!   flat tool-argument object, and the tool name arrives in the client
-//!   context as `custom.bedrockAgentCoreToolName` = `<target>___<tool>`
-//!   (split at the first `___`). The function runs its own operation on the
-//!   flat arguments and answers with the operation's output object, or with
-//!   the error envelope `{"error": {"code", "message", "field"?}}`; a tool
-//!   name of another operation is an `invalid_argument` error. Without a tool
-//!   name (a direct invocation, `sam local invoke`) the function runs its own
-//!   operation.
+//! * **AgentCore Gateway Lambda target** — exactly when the client context
+//!   carries the gateway's tool name, `custom.bedrockAgentCoreToolName` =
+//!   `<target>___<tool>` (split at the first `___`). The event is the flat
+//!   tool-argument object and nothing else: an argument object that looks
+//!   like an API Gateway event is just arguments, refused as unknown fields.
+//!   A tool name of another operation is an `invalid_argument` error.
+//! * **API Gateway HTTP API, payload 2.0** — only without a tool name, and
+//!   only for the v2 envelope (`version` `"2.0"` and a `requestContext.http`
+//!   object). The raw path (`rawPath`, stage prefix included unless the
+//!   stage is `$default`), the raw query string and the body (base64-decoded
+//!   when `isBase64Encoded`) go to the shared router [`http::handle`], and
+//!   its response comes back as an API Gateway proxy result `{statusCode,
+//!   headers, body, isBase64Encoded}`. Status codes and error envelopes are
+//!   exactly those of `mosaic serve`.
+//! * **Direct invocation** — anything else (`sam local invoke`, `aws lambda
+//!   invoke` without a context): the function runs its own operation on the
+//!   event as flat arguments, as the anonymous principal when anonymous
+//!   calls are enabled, else `unauthenticated`. Nothing in a direct
+//!   invocation can name a principal.
+//!
+//! AgentCore and direct invocations answer with the operation's output
+//! object. Their errors are reported to the Runtime API as **function
+//! errors** (`errorType` = the stable code, `errorMessage` = the error
+//! envelope `{"error": {"code", "message", "field"?}}` as JSON text): an
+//! AgentCore gateway turns a Lambda target's function error into an MCP
+//! tool result with `isError: true` (with the message in `_meta.debug` when
+//! the gateway's `exceptionLevel` is `DEBUG`; AgentCore developer guide,
+//! *Debugging your gateway*), whereas an ordinary response becomes content
+//! with `isError: false` — a refusal must not read as a result.
 //!
 //! # Why this module drives the Runtime API itself
 //!
@@ -35,21 +47,26 @@
 //! HTTP client) to fetch each invocation, reads the raw event and the raw
 //! client-context header, parses the context as loose JSON, and posts the
 //! response. No context shape can stop the loop; a context that is not JSON
-//! at all is treated as absent.
+//! at all is treated as absent. The identity interceptor
+//! ([`crate::interceptor`]) runs on the same loop ([`serve`]).
 //!
 //! # Principal
 //!
-//! * API Gateway: `requestContext.authorizer.jwt.claims.sub` (JWT
-//!   authorizer), else `requestContext.authorizer.iam.userArn` (IAM).
-//! * AgentCore: the header named by `MOSAIC_AGENTCORE_PRINCIPAL_HEADER`
-//!   (default `x-mosaic-principal`, matched case-insensitively) inside
-//!   `custom.bedrockAgentCorePropagatedHeaders` — the gateway's header
-//!   propagation (`metadataConfiguration.allowedRequestHeaders` on the
-//!   target). The gateway itself puts no user identity into the context, so
-//!   this header must be set by something that verified the caller (a gateway
-//!   request interceptor that overwrites it from the validated token), and
-//!   only the gateway's role may invoke the function: whoever can invoke the
-//!   function directly can write any client context.
+//! Namespaced as in [`crate::principal`]:
+//!
+//! * API Gateway: `jwt:<iss>#<sub>` from `requestContext.authorizer.jwt.claims`
+//!   (JWT authorizer), else `iam:<userArn>` from
+//!   `requestContext.authorizer.iam` (IAM). API Gateway writes these; only
+//!   the HTTP API (and the AgentCore gateway) may invoke the functions by
+//!   their resource policies, and no other principal in the account should
+//!   hold `lambda:InvokeFunction` on them.
+//! * AgentCore: the namespaced principal in the propagated header
+//!   [`principal::HEADER`], accepted only with a valid, unexpired proof in
+//!   [`principal::PROOF_HEADER`] for that principal and this tool name,
+//!   made by the identity interceptor with the shared key
+//!   ([`principal::proof`]). Without a principal header the call is
+//!   anonymous where allowed; a principal without a valid proof is always
+//!   `unauthenticated` (401), and no operation runs.
 //! * Otherwise the anonymous principal, only when `MOSAIC_ALLOW_ANONYMOUS` is
 //!   `true`; else the call is refused with `unauthenticated` (401).
 //!
@@ -74,7 +91,8 @@
 //! | `MOSAIC_RERANKER` | `bedrock:<model>` (feature `aws`), `local` (the local reranker over the embedder), `none` or unset. |
 //! | `MOSAIC_BEDROCK_MAX_RETRIES`, `MOSAIC_SECRET_DEADLINE_MS` | Retries and the secret's deadline (see [`crate::aws`]). |
 //! | `MOSAIC_ALLOW_ANONYMOUS` | `true`/`false` (default `false`). |
-//! | `MOSAIC_AGENTCORE_PRINCIPAL_HEADER` | Propagated header that names the AgentCore caller. |
+//! | `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN` | The Secrets Manager secret holding the AgentCore principal-proof key (feature `aws`). |
+//! | `MOSAIC_PRINCIPAL_PROOF_KEY` | The proof key itself (local runs and tests; at least 32 bytes). Without either, every AgentCore principal is refused. |
 //! | `MOSAIC_*` profile variables | The [`RetrievalProfile`] overrides (`MOSAIC_EMBED_DEADLINE_MS`, `MOSAIC_RERANK_DEADLINE_MS`, ...). |
 //! | `RUST_LOG` | Log filter (default `info`); logs are JSON lines on stdout. |
 //!
@@ -90,6 +108,7 @@ use crate::context::{Ctx, Principal};
 use crate::embed::{Embedder, HashingEmbedder};
 use crate::error::{Code, Error};
 use crate::http::{self as router, HttpRequest, HttpResponse};
+use crate::principal::{self, proof};
 use crate::profile::RetrievalProfile;
 use crate::scope;
 use crate::search::{search_json, Shape};
@@ -169,10 +188,6 @@ pub const TOOL_NAME_KEY: &str = "bedrockAgentCoreToolName";
 pub const PROPAGATED_HEADERS_KEY: &str = "bedrockAgentCorePropagatedHeaders";
 /// The separator between the gateway target and the tool in a tool name.
 pub const TOOL_SEPARATOR: &str = "___";
-/// The default propagated header that names the AgentCore caller.
-pub const DEFAULT_PRINCIPAL_HEADER: &str = "x-mosaic-principal";
-/// The longest principal accepted from an authorizer or a propagated header.
-pub const MAX_PRINCIPAL_CHARS: usize = 512;
 
 /// Time kept back from the invocation deadline to post the answer.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
@@ -202,6 +217,75 @@ pub enum RerankerSetting {
     Bedrock(String),
 }
 
+/// Where the key of the AgentCore principal proof ([`proof`]) comes from.
+#[derive(Debug, Clone)]
+pub enum ProofKeySetting {
+    /// No key: every AgentCore principal is refused.
+    None,
+    /// `MOSAIC_PRINCIPAL_PROOF_KEY`: the key itself (local runs, tests).
+    Inline(proof::Key),
+    /// `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN`: a Secrets Manager secret whose
+    /// string is the key (feature `aws`), fetched once at init.
+    Secret(String),
+}
+
+impl ProofKeySetting {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let set = |k: &str| crate::profile::setting(&get, k);
+        match (
+            set("MOSAIC_PRINCIPAL_PROOF_KEY"),
+            set("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN"),
+        ) {
+            (Some(_), Some(_)) => Err(
+                "both MOSAIC_PRINCIPAL_PROOF_KEY and MOSAIC_PRINCIPAL_PROOF_SECRET_ARN are set; \
+                 configure one"
+                    .into(),
+            ),
+            (Some(k), None) => proof::Key::new(&k)
+                .map(ProofKeySetting::Inline)
+                .map_err(|e| format!("MOSAIC_PRINCIPAL_PROOF_KEY: {e}")),
+            (None, Some(arn)) => Ok(ProofKeySetting::Secret(arn)),
+            (None, None) => Ok(ProofKeySetting::None),
+        }
+    }
+
+    /// The key, fetching the secret when configured so.
+    pub async fn load(&self) -> Result<Option<proof::Key>, String> {
+        match self {
+            ProofKeySetting::None => Ok(None),
+            ProofKeySetting::Inline(k) => Ok(Some(k.clone())),
+            #[cfg(feature = "aws")]
+            ProofKeySetting::Secret(arn) => {
+                let sdk = crate::aws::load_sdk_config().await;
+                let client = crate::aws::secrets::client(&sdk);
+                let call = client.get_secret_value().secret_id(arn).send();
+                let out = tokio::time::timeout(Duration::from_secs(5), call)
+                    .await
+                    .map_err(|_| "the principal proof key secret: timed out".to_string())?
+                    .map_err(|e| {
+                        format!(
+                            "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: cannot read the secret ({}); the \
+                             function's role needs secretsmanager:GetSecretValue on it",
+                            aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
+                        )
+                    })?;
+                let text = out.secret_string.ok_or(
+                    "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: the secret holds no string".to_string(),
+                )?;
+                proof::Key::new(&text)
+                    .map(Some)
+                    .map_err(|e| format!("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: {e}"))
+            }
+            #[cfg(not(feature = "aws"))]
+            ProofKeySetting::Secret(_) => Err(
+                "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN needs the `aws` feature; use \
+                 MOSAIC_PRINCIPAL_PROOF_KEY"
+                    .into(),
+            ),
+        }
+    }
+}
+
 /// Everything a container reads from its environment, once, at init.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -212,8 +296,8 @@ pub struct Settings {
     /// `MOSAIC_ALLOW_ANONYMOUS`: calls without a principal run as the
     /// anonymous principal instead of being refused.
     pub allow_anonymous: bool,
-    /// The propagated header that names the AgentCore caller (lower case).
-    pub principal_header: String,
+    /// Where the AgentCore principal-proof key comes from.
+    pub proof_key: ProofKeySetting,
     pub profile: RetrievalProfile,
     /// The Bedrock models, call policies and database secret (feature `aws`).
     #[cfg(feature = "aws")]
@@ -266,9 +350,7 @@ impl Settings {
             "MOSAIC_ALLOW_ANONYMOUS",
             set("MOSAIC_ALLOW_ANONYMOUS").as_deref(),
         )?;
-        let principal_header = set("MOSAIC_AGENTCORE_PRINCIPAL_HEADER")
-            .unwrap_or_else(|| DEFAULT_PRINCIPAL_HEADER.to_string())
-            .to_ascii_lowercase();
+        let proof_key = ProofKeySetting::from_lookup(&get)?;
         let profile = RetrievalProfile::from_lookup(&get)?;
         let database_url = set("MOSAIC_DATABASE_URL");
         #[cfg(feature = "aws")]
@@ -289,7 +371,7 @@ impl Settings {
             embedder,
             reranker,
             allow_anonymous,
-            principal_header,
+            proof_key,
             profile,
             #[cfg(feature = "aws")]
             aws,
@@ -420,6 +502,79 @@ async fn check_embedding_dimension(
 /// builds the context once; a configuration error is reported to the Runtime
 /// API as an init error and returned.
 pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
+    serve(op.name(), async move {
+        let settings = Settings::from_env()?;
+        let proof_key = settings.proof_key.load().await?;
+        let ctx = build_context(&settings).await?;
+        let handler = Handler {
+            op,
+            ctx,
+            settings,
+            proof_key,
+        };
+        tracing::info!(
+            operation = op.name(),
+            anonymous_allowed = handler.settings.allow_anonymous,
+            agentcore_principals = handler.proof_key.is_some(),
+            embedder = handler.ctx.embedder.as_ref().map(|e| e.model_id()),
+            "ready"
+        );
+        if handler.proof_key.is_none() {
+            tracing::warn!(
+                "no principal proof key (MOSAIC_PRINCIPAL_PROOF_SECRET_ARN or \
+                 MOSAIC_PRINCIPAL_PROOF_KEY): every AgentCore principal is refused"
+            );
+        }
+        // Open the connection while the first event is awaited.
+        let pool = handler.ctx.pool.clone();
+        tokio::spawn(async move {
+            if let Err(e) = pool.get().await {
+                tracing::warn!(error = %e, "database warm-up failed; retried on the first invocation");
+            }
+        });
+        Ok(handler)
+    })
+    .await
+}
+
+/// What an invocation answers: a response, or a function error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `POST /invocation/{id}/response` with this JSON body.
+    Response(Value),
+    /// `POST /invocation/{id}/error`: `{"errorType", "errorMessage"}`.
+    Failure {
+        error_type: String,
+        error_message: String,
+    },
+}
+
+impl Reply {
+    /// An operation error over AgentCore or a direct invocation: a function
+    /// error whose type is the stable code and whose message is the error
+    /// envelope as JSON text.
+    pub fn error(e: &Error) -> Reply {
+        Reply::Failure {
+            error_type: e.code().as_str().to_string(),
+            error_message: e.body().to_string(),
+        }
+    }
+}
+
+/// One function's invocation handler, for [`serve`].
+#[async_trait::async_trait]
+pub trait Invoke: Send + Sync {
+    /// Answers one invocation. Never fails.
+    async fn invoke(&self, inv: &Invocation) -> Reply;
+}
+
+/// The Runtime API loop every binary runs: `init` once (its error is
+/// reported as an init error and returned), then one invocation after the
+/// other until the Runtime API goes away.
+pub async fn serve<H: Invoke>(
+    name: &str,
+    init: impl Future<Output = Result<H, String>>,
+) -> Result<(), lambda_runtime::Error> {
     init_tracing();
     let api = std::env::var("AWS_LAMBDA_RUNTIME_API").map_err(|_| {
         "AWS_LAMBDA_RUNTIME_API is not set: this binary runs inside AWS Lambda (or `sam local \
@@ -431,39 +586,20 @@ pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
         .map_err(|e| format!("AWS_LAMBDA_RUNTIME_API={api:?} is not a host:port: {e}"))?;
     let client = PooledClient::builder().with_endpoint(uri).build();
 
-    let init = async {
-        let settings = Settings::from_env()?;
-        let ctx = build_context(&settings).await?;
-        Ok::<_, String>(Handler { op, ctx, settings })
-    };
     let handler = match init.await {
         Ok(h) => h,
         Err(message) => {
-            tracing::error!(operation = op.name(), error = %message, "init failed");
+            tracing::error!(function = name, error = %message, "init failed");
             post_init_error(&client, &message).await;
             return Err(message.into());
         }
     };
-    tracing::info!(
-        operation = op.name(),
-        anonymous_allowed = handler.settings.allow_anonymous,
-        embedder = handler.ctx.embedder.as_ref().map(|e| e.model_id()),
-        "ready"
-    );
-    // Open the connection while the first event is awaited.
-    let pool = handler.ctx.pool.clone();
-    tokio::spawn(async move {
-        if let Err(e) = pool.get().await {
-            tracing::warn!(error = %e, "database warm-up failed; retried on the first invocation");
-        }
-    });
-
     loop {
         let Some(invocation) = next_invocation(&client).await? else {
             continue;
         };
-        let body = handler.invoke(&invocation).await;
-        post_response(&client, &invocation.request_id, body).await;
+        let reply = handler.invoke(&invocation).await;
+        post_reply(&client, &invocation.request_id, reply).await;
     }
 }
 
@@ -547,15 +683,29 @@ async fn next_invocation(
     }))
 }
 
-async fn post_response(client: &PooledClient, request_id: &str, body: Vec<u8>) {
-    let uri = format!("/2018-06-01/runtime/invocation/{request_id}/response");
+async fn post_reply(client: &PooledClient, request_id: &str, reply: Reply) {
+    let (what, body, error_type) = match reply {
+        Reply::Response(v) => ("response", v, None),
+        Reply::Failure {
+            error_type,
+            error_message,
+        } => (
+            "error",
+            json!({"errorType": error_type, "errorMessage": error_message}),
+            Some(error_type),
+        ),
+    };
+    let uri = format!("/2018-06-01/runtime/invocation/{request_id}/{what}");
+    let body = serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec());
     let sent = async {
-        let req = build_request()
+        let mut req = build_request()
             .method("POST")
             .uri(uri)
-            .header("content-type", "application/json")
-            .body(Body::from(body))?;
-        let resp = client.call(req).await?;
+            .header("content-type", "application/json");
+        if let Some(t) = &error_type {
+            req = req.header("lambda-runtime-function-error-type", t.as_str());
+        }
+        let resp = client.call(req.body(Body::from(body))?).await?;
         let status = resp.status();
         let detail = resp.into_body().collect().await?.to_bytes();
         if !status.is_success() {
@@ -570,7 +720,7 @@ async fn post_response(client: &PooledClient, request_id: &str, body: Vec<u8>) {
         Ok(())
     };
     if let Err(e) = sent.await {
-        tracing::error!(request_id, error = %e, "posting the response failed");
+        tracing::error!(request_id, error = %e, "posting the answer failed");
     }
 }
 
@@ -599,11 +749,12 @@ async fn post_init_error(client: &PooledClient, message: &str) {
 
 // ------------------------------------------------------------ one invocation
 
-/// The event kinds a function tells apart.
+/// The invocation kinds a function tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
     ApiGatewayV2,
     AgentCore,
+    Direct,
 }
 
 impl EventKind {
@@ -611,32 +762,44 @@ impl EventKind {
         match self {
             EventKind::ApiGatewayV2 => "apigw_v2",
             EventKind::AgentCore => "agentcore",
+            EventKind::Direct => "direct",
         }
     }
 
-    /// API Gateway payload 2.0 when `requestContext.http` is an object or
-    /// `version` is `"2.0"`; anything else is an AgentCore tool call. No
-    /// contract argument is called `requestContext` or `version`.
-    pub fn of(event: &Value) -> EventKind {
+    /// AgentCore exactly when the client context carries the gateway's tool
+    /// name (present and not null); else API Gateway for the v2 envelope
+    /// (`version` `"2.0"` and a `requestContext.http` object); else a direct
+    /// invocation. An event body alone never makes an AgentCore call an API
+    /// Gateway one.
+    pub fn of(context: &AgentCoreContext, event: Option<&Value>) -> EventKind {
+        if context.tool_name.is_some() {
+            return EventKind::AgentCore;
+        }
+        let Some(event) = event else {
+            return EventKind::Direct;
+        };
         let http = event
             .pointer("/requestContext/http")
             .is_some_and(Value::is_object);
-        if http || event.get("version").and_then(Value::as_str) == Some("2.0") {
+        if http && event.get("version").and_then(Value::as_str) == Some("2.0") {
             EventKind::ApiGatewayV2
         } else {
-            EventKind::AgentCore
+            EventKind::Direct
         }
     }
 }
 
-/// What the client context of an AgentCore invocation says, read loosely.
+/// What the client context of an invocation says, read loosely.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AgentCoreContext {
     /// `custom.bedrockAgentCoreToolName`: `None` when absent or null,
     /// `Some(Err(()))` when present but not a string.
     pub tool_name: Option<Result<String, ()>>,
-    /// The propagated principal header, when present and a string.
+    /// The propagated [`principal::HEADER`], when present (a value that is
+    /// not one string reads as empty, which no check accepts).
     pub principal: Option<String>,
+    /// The propagated [`principal::PROOF_HEADER`], likewise.
+    pub proof: Option<String>,
 }
 
 impl AgentCoreContext {
@@ -645,7 +808,7 @@ impl AgentCoreContext {
     /// any type) reads as absent. Keys match case-insensitively, since the
     /// gateway's documentation spells them both `bedrockAgentCore...` and
     /// `bedrockagentcore...`.
-    pub fn parse(raw: Option<&str>, principal_header: &str) -> AgentCoreContext {
+    pub fn parse(raw: Option<&str>) -> AgentCoreContext {
         let context = raw
             .and_then(|s| serde_json::from_str::<Value>(s).ok())
             .unwrap_or(Value::Null);
@@ -657,22 +820,21 @@ impl AgentCoreContext {
             Some(Value::String(s)) => Some(Ok(s.clone())),
             Some(_) => Some(Err(())),
         };
-        // A header that is there but holds no single string (a number, a
-        // repeated header) reads as the empty principal, which is refused:
-        // an unusable identity never falls back to anonymous.
-        let principal = object(lookup(&custom, PROPAGATED_HEADERS_KEY)).and_then(|headers| {
-            match lookup(&headers, principal_header) {
+        let headers = object(lookup(&custom, PROPAGATED_HEADERS_KEY));
+        let header = |name: &str| {
+            headers.as_ref().and_then(|h| match lookup(h, name) {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(Value::Array(a)) if a.len() == 1 => {
                     Some(a[0].as_str().unwrap_or_default().to_string())
                 }
                 Some(_) => Some(String::new()),
-            }
-        });
+            })
+        };
         AgentCoreContext {
             tool_name,
-            principal,
+            principal: header(principal::HEADER),
+            proof: header(principal::PROOF_HEADER),
         }
     }
 
@@ -705,16 +867,18 @@ fn lookup<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     })
 }
 
-/// A principal from an authorizer or a propagated header: 1..512 characters,
-/// no control characters.
-fn checked_principal(raw: &str) -> Result<Principal, Error> {
-    let n = raw.chars().count();
-    if n == 0 || n > MAX_PRINCIPAL_CHARS || raw.chars().any(char::is_control) {
-        return Err(Error::unauthenticated(
-            "the caller's identity is empty, too long or malformed",
-        ));
-    }
-    Ok(Principal(raw.to_string()))
+/// The 401 for a caller whose identity cannot be established. One message:
+/// which check failed goes to the log only.
+fn unauthenticated() -> Error {
+    Error::unauthenticated("the caller's identity could not be established")
+}
+
+/// Now in Unix seconds.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// The serving side of a container: the operation, the context, the settings.
@@ -722,30 +886,45 @@ pub struct Handler {
     pub op: Operation,
     pub ctx: Ctx,
     pub settings: Settings,
+    /// The key of the AgentCore principal proof; `None` refuses every
+    /// AgentCore principal.
+    pub proof_key: Option<proof::Key>,
+}
+
+#[async_trait::async_trait]
+impl Invoke for Handler {
+    async fn invoke(&self, inv: &Invocation) -> Reply {
+        self.answer(inv).await
+    }
 }
 
 impl Handler {
-    /// Answers one invocation: the response body to post. Never fails.
-    pub async fn invoke(&self, inv: &Invocation) -> Vec<u8> {
+    /// Answers one invocation. Never fails.
+    pub async fn answer(&self, inv: &Invocation) -> Reply {
         let started = Instant::now();
         let budget = budget(inv.deadline_ms);
+        let context = AgentCoreContext::parse(inv.client_context.as_deref());
         let parsed = serde_json::from_slice::<Value>(&inv.event);
-        let kind = parsed.as_ref().map_or(EventKind::AgentCore, EventKind::of);
-        let (status, code, body) = match (kind, parsed) {
+        let kind = EventKind::of(&context, parsed.as_ref().ok());
+        let (status, code, reply) = match (kind, parsed) {
             (EventKind::ApiGatewayV2, Ok(event)) => {
                 let resp = self.api_gateway(&event, &inv.request_id, budget).await;
                 let code = error_code(&resp);
-                (resp.status, code, api_gateway_result(&resp))
+                (
+                    resp.status,
+                    code,
+                    Reply::Response(api_gateway_result(&resp)),
+                )
             }
-            (_, parsed) => {
+            (kind, parsed) => {
                 let args = parsed
                     .map_err(|e| Error::invalid_json(format!("the event is not valid JSON: {e}")));
                 let out = self
-                    .agentcore(args, inv.client_context.as_deref(), &inv.request_id, budget)
+                    .tool_call(kind, args, &context, &inv.request_id, budget)
                     .await;
                 match out {
-                    Ok(v) => (200, None, v),
-                    Err(e) => (e.status(), Some(e.code().as_str()), e.body()),
+                    Ok(v) => (200, None, Reply::Response(v)),
+                    Err(e) => (e.status(), Some(e.code().as_str()), Reply::error(&e)),
                 }
             }
         };
@@ -758,7 +937,7 @@ impl Handler {
             ms = started.elapsed().as_millis() as u64,
             "invocation"
         );
-        serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec())
+        reply
     }
 
     /// An API Gateway HTTP API (payload 2.0) event through the shared router.
@@ -825,10 +1004,11 @@ impl Handler {
         }
     }
 
-    /// JWT `sub`, else the IAM caller's ARN, else anonymous when allowed.
+    /// `jwt:<iss>#<sub>` from the JWT authorizer's claims, else
+    /// `iam:<userArn>`, else anonymous when allowed.
     fn api_gateway_principal(&self, event: &Value) -> Result<Principal, Error> {
         let authorizer = event.pointer("/requestContext/authorizer");
-        // Present but unusable (empty, not a string, too long) is refused,
+        // Present but unusable (empty, not a string, malformed) is refused,
         // never taken for anonymous.
         let claim = |ptr: &str| {
             authorizer
@@ -836,11 +1016,16 @@ impl Handler {
                 .filter(|v| !v.is_null())
                 .map(|v| v.as_str().unwrap_or(""))
         };
+        let refused = |e: principal::Invalid| {
+            tracing::warn!(reason = %e, "API Gateway caller refused");
+            unauthenticated()
+        };
         if let Some(sub) = claim("/jwt/claims/sub") {
-            return checked_principal(sub);
+            let iss = claim("/jwt/claims/iss").unwrap_or("");
+            return Principal::jwt(iss, sub).map_err(refused);
         }
         if let Some(arn) = claim("/iam/userArn") {
-            return checked_principal(arn);
+            return Principal::iam(arn).map_err(refused);
         }
         self.anonymous()
     }
@@ -855,42 +1040,71 @@ impl Handler {
         }
     }
 
-    /// An AgentCore tool call: the flat arguments of this function's
-    /// operation, the tool name and the caller from the client context.
-    async fn agentcore(
+    /// The principal of an AgentCore call: the interceptor's principal with
+    /// its proof for this tool, or anonymous (where allowed) when the call
+    /// names none.
+    fn agentcore_principal(
         &self,
+        context: &AgentCoreContext,
+        tool_name: &str,
+        request_id: &str,
+    ) -> Result<Principal, Error> {
+        let Some(claimed) = &context.principal else {
+            return self.anonymous();
+        };
+        let refuse = |reason: &str| {
+            tracing::warn!(request_id, reason, "AgentCore principal refused");
+            unauthenticated()
+        };
+        let principal = Principal::parse(claimed).map_err(|_| refuse("malformed_principal"))?;
+        let key = self
+            .proof_key
+            .as_ref()
+            .ok_or_else(|| refuse(proof::Refusal::NoKey.as_str()))?;
+        let proof = context
+            .proof
+            .as_deref()
+            .ok_or_else(|| refuse(proof::Refusal::Missing.as_str()))?;
+        key.verify(&principal, tool_name, proof, unix_now())
+            .map_err(|r| refuse(r.as_str()))?;
+        Ok(principal)
+    }
+
+    /// An AgentCore tool call or a direct invocation: the flat arguments of
+    /// this function's operation.
+    async fn tool_call(
+        &self,
+        kind: EventKind,
         args: Result<Value, Error>,
-        client_context: Option<&str>,
+        context: &AgentCoreContext,
         request_id: &str,
         budget: Duration,
     ) -> Result<Value, Error> {
-        let context = AgentCoreContext::parse(client_context, &self.settings.principal_header);
-        let principal = match &context.principal {
-            Some(p) => checked_principal(p)?,
-            None => self.anonymous()?,
-        };
-        match &context.tool_name {
-            None => {}
-            Some(Ok(full)) if AgentCoreContext::tool(full) == self.op.name() => {}
-            Some(Ok(full)) => {
-                return Err(Error::Invalid {
-                    code: Code::InvalidArgument,
-                    field: None,
-                    message: format!(
-                        "this function serves the tool `{}`, not `{}`",
-                        self.op.name(),
-                        AgentCoreContext::tool(full)
-                    ),
-                })
+        let principal = match (kind, &context.tool_name) {
+            (EventKind::AgentCore, Some(Ok(full))) => {
+                let tool = AgentCoreContext::tool(full);
+                if tool != self.op.name() {
+                    return Err(Error::Invalid {
+                        code: Code::InvalidArgument,
+                        field: None,
+                        message: format!(
+                            "this function serves the tool `{}`, not `{tool}`",
+                            self.op.name(),
+                        ),
+                    });
+                }
+                self.agentcore_principal(context, full, request_id)?
             }
-            Some(Err(())) => {
+            (EventKind::AgentCore, _) => {
                 return Err(Error::Invalid {
                     code: Code::InvalidArgument,
                     field: None,
                     message: format!("the client context's `{TOOL_NAME_KEY}` is not a string"),
                 })
             }
-        }
+            // A direct invocation names no one.
+            _ => self.anonymous()?,
+        };
         let args = match args? {
             Value::Object(m) => Value::Object(m),
             _ => {
@@ -1016,45 +1230,55 @@ mod tests {
     }
 
     #[test]
-    fn event_kinds() {
+    fn the_kind_is_decided_by_the_client_context_not_the_body() {
+        let gateway = AgentCoreContext::parse(Some(
+            r#"{"custom": {"bedrockAgentCoreToolName": "mosaic___explain_retrieval"}}"#,
+        ));
+        let none = AgentCoreContext::default();
         let apigw = json!({"version": "2.0", "rawPath": "/api/search",
-            "requestContext": {"http": {"method": "POST"}}});
-        assert_eq!(EventKind::of(&apigw), EventKind::ApiGatewayV2);
-        assert_eq!(
-            EventKind::of(&json!({"requestContext": {"http": {}}})),
-            EventKind::ApiGatewayV2
-        );
-        assert_eq!(
-            EventKind::of(&json!({"version": "2.0"})),
-            EventKind::ApiGatewayV2
-        );
-        for flat in [
+            "requestContext": {"http": {"method": "POST"},
+                "authorizer": {"jwt": {"claims": {"iss": "https://i", "sub": "a"}}}}});
+        assert_eq!(EventKind::of(&none, Some(&apigw)), EventKind::ApiGatewayV2);
+        // API-Gateway-shaped arguments inside an AgentCore call stay arguments.
+        assert_eq!(EventKind::of(&gateway, Some(&apigw)), EventKind::AgentCore);
+        assert_eq!(EventKind::of(&gateway, None), EventKind::AgentCore);
+        let bad_tool =
+            AgentCoreContext::parse(Some(r#"{"custom": {"bedrockAgentCoreToolName": 7}}"#));
+        assert_eq!(EventKind::of(&bad_tool, Some(&apigw)), EventKind::AgentCore);
+        for direct in [
             json!({"query": "kettle", "limit": 3}),
-            json!({"requestContext": "x"}),
-            json!({"version": 2}),
+            json!({"requestContext": {"http": {}}}),
+            json!({"version": "2.0"}),
+            json!({"requestContext": "x", "version": "2.0"}),
             json!([]),
             json!("text"),
             Value::Null,
         ] {
-            assert_eq!(EventKind::of(&flat), EventKind::AgentCore, "{flat}");
+            assert_eq!(
+                EventKind::of(&none, Some(&direct)),
+                EventKind::Direct,
+                "{direct}"
+            );
         }
+        assert_eq!(EventKind::of(&none, None), EventKind::Direct);
     }
 
     #[test]
     fn client_contexts_are_read_loosely() {
-        let h = DEFAULT_PRINCIPAL_HEADER;
-        let parse = |raw: &str| AgentCoreContext::parse(Some(raw), h);
+        let parse = |raw: &str| AgentCoreContext::parse(Some(raw));
         let full = parse(
             r#"{"custom": {"bedrockAgentCoreToolName": "mosaic___search_products",
                 "bedrockAgentCoreGatewayId": "gw-1", "n": 5, "nested": {"a": [1]},
-                "bedrockAgentCorePropagatedHeaders": {"X-Mosaic-Principal": "user-1"}},
+                "bedrockAgentCorePropagatedHeaders": {"X-Mosaic-Principal": "jwt:i#u",
+                    "x-mosaic-principal-proof": "v1.1.ab"}},
                "client": null, "env": null}"#,
         );
         assert_eq!(
             full.tool_name,
             Some(Ok("mosaic___search_products".to_string()))
         );
-        assert_eq!(full.principal.as_deref(), Some("user-1"));
+        assert_eq!(full.principal.as_deref(), Some("jwt:i#u"));
+        assert_eq!(full.proof.as_deref(), Some("v1.1.ab"));
         // Lower-case key spelling, headers as a JSON string, repeated header.
         let other = parse(
             r#"{"custom": {"bedrockagentcoreToolName": "t___explain_retrieval",
@@ -1086,10 +1310,7 @@ mod tests {
             parse(r#"{"custom": {"bedrockAgentCoreToolName": 7}}"#).tool_name,
             Some(Err(()))
         );
-        assert_eq!(
-            AgentCoreContext::parse(None, h),
-            AgentCoreContext::default()
-        );
+        assert_eq!(AgentCoreContext::parse(None), AgentCoreContext::default());
     }
 
     #[test]
@@ -1104,14 +1325,17 @@ mod tests {
     }
 
     #[test]
-    fn principals_are_bounded() {
-        assert_eq!(checked_principal("u-1").unwrap().as_str(), "u-1");
-        assert!(checked_principal(&"p".repeat(MAX_PRINCIPAL_CHARS)).is_ok());
-        for bad in ["", "a\nb", &"p".repeat(MAX_PRINCIPAL_CHARS + 1)] {
-            let e = checked_principal(bad).unwrap_err();
-            assert_eq!(e.status(), 401);
-            assert_eq!(e.body()["error"]["code"], "unauthenticated");
-        }
+    fn errors_are_function_errors_carrying_the_envelope() {
+        let Reply::Failure {
+            error_type,
+            error_message,
+        } = Reply::error(&Error::NotFound)
+        else {
+            panic!("a failure")
+        };
+        assert_eq!(error_type, "not_found");
+        let body: Value = serde_json::from_str(&error_message).unwrap();
+        assert_eq!(body, Error::NotFound.body());
     }
 
     #[test]
@@ -1120,20 +1344,23 @@ mod tests {
         assert_eq!(s.embedder, EmbedderSetting::None);
         assert_eq!(s.reranker, RerankerSetting::None);
         assert!(!s.allow_anonymous);
-        assert_eq!(s.principal_header, DEFAULT_PRINCIPAL_HEADER);
+        assert!(matches!(s.proof_key, ProofKeySetting::None));
         assert_eq!(s.database_url, None);
         let s = settings(&[
             ("MOSAIC_EMBEDDER", "hashing"),
             ("MOSAIC_RERANKER", "local"),
             ("MOSAIC_ALLOW_ANONYMOUS", "TRUE"),
-            ("MOSAIC_AGENTCORE_PRINCIPAL_HEADER", "X-User"),
+            (
+                "MOSAIC_PRINCIPAL_PROOF_KEY",
+                "0123456789abcdef0123456789abcdef",
+            ),
             ("MOSAIC_DATABASE_URL", "postgres://u@h/db"),
         ])
         .unwrap();
         assert_eq!(s.embedder, EmbedderSetting::Hashing(384));
         assert_eq!(s.reranker, RerankerSetting::Local);
         assert!(s.allow_anonymous);
-        assert_eq!(s.principal_header, "x-user");
+        assert!(matches!(s.proof_key, ProofKeySetting::Inline(_)));
         assert_eq!(s.database_url.as_deref(), Some("postgres://u@h/db"));
         assert_eq!(
             settings(&[("MOSAIC_EMBEDDER", "hashing:1024")])
@@ -1153,6 +1380,7 @@ mod tests {
             ("MOSAIC_RERANKER", "cohere"),
             ("MOSAIC_ALLOW_ANONYMOUS", "yes"),
             ("MOSAIC_LEXICAL_LIMIT", "x"),
+            ("MOSAIC_PRINCIPAL_PROOF_KEY", "too short"),
         ] {
             assert!(settings(&[(k, v)]).is_err(), "{k}={v}");
         }

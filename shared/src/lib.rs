@@ -17,7 +17,10 @@ pub mod error;
 pub mod eval;
 pub mod http;
 #[cfg(feature = "lambda")]
+pub mod interceptor;
+#[cfg(feature = "lambda")]
 pub mod lambda;
+pub mod principal;
 pub mod profile;
 pub mod rerank;
 pub mod scope;

@@ -2,14 +2,18 @@
 //! reads the raw request, derives the principal and hands everything to the
 //! transport-neutral router [`crate::http::handle`].
 //!
-//! Local development only: the principal is taken from the
-//! `x-mosaic-principal` header (1..128 characters of `[A-Za-z0-9._:@-]`),
-//! `anonymous` when absent. Deployed functions derive it from the API
-//! Gateway authorizer instead.
+//! Local development only: the principal is `local:<name>` for the name in
+//! the [`principal::HEADER`] (`x-mosaic-principal`, one value of
+//! 1..128 characters of `[A-Za-z0-9._:@-]`; see [`principal::validate`]),
+//! and `anonymous` when the header is absent — the local server runs in
+//! anonymous mode. A name cannot make a request anonymous (`anonymous` is
+//! `local:anonymous`). Deployed functions derive the principal from what the
+//! platform vouches for instead (see [`crate::lambda`]).
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::http::{self, HttpRequest, HttpResponse};
+use crate::principal::{self, Part};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -20,11 +24,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The header the local server takes the principal from.
-pub const PRINCIPAL_HEADER: &str = "x-mosaic-principal";
-
-/// Longest accepted principal, in characters.
-const MAX_PRINCIPAL: usize = 128;
+/// The header the local server takes the principal's name from.
+pub const PRINCIPAL_HEADER: &str = principal::HEADER;
 
 /// How much of an oversized body is read and discarded before the 413.
 const DRAIN: usize = 1 << 20;
@@ -102,7 +103,8 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
     into_response(out)
 }
 
-/// The principal of a local request.
+/// The principal of a local request: `local:<name>`, or anonymous without
+/// the header.
 fn principal(headers: &HeaderMap) -> Result<Principal, Error> {
     let mut values = headers.get_all(PRINCIPAL_HEADER).iter();
     let Some(value) = values.next() else {
@@ -111,21 +113,17 @@ fn principal(headers: &HeaderMap) -> Result<Principal, Error> {
     let bad = || {
         Error::invalid(
             PRINCIPAL_HEADER,
-            format!("`{PRINCIPAL_HEADER}` must be one value of 1 to {MAX_PRINCIPAL} characters of A-Z a-z 0-9 . _ : @ -"),
+            format!(
+                "`{PRINCIPAL_HEADER}` must be one value of {}",
+                Part::LocalName.rule()
+            ),
         )
     };
     if values.next().is_some() {
         return Err(bad());
     }
-    let v = value.as_bytes();
-    let ok = (1..=MAX_PRINCIPAL).contains(&v.len())
-        && v.iter()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:@-".contains(b));
-    if !ok {
-        return Err(bad());
-    }
-    // All ASCII, checked above.
-    Ok(Principal(String::from_utf8_lossy(v).into_owned()))
+    let name = value.to_str().map_err(|_| bad())?;
+    Principal::local(name).map_err(|_| bad())
 }
 
 /// Reads at most `cap` bytes of the body. Past the cap, up to [`DRAIN`]
@@ -189,11 +187,16 @@ mod tests {
         assert_eq!(principal(&with(&[])).unwrap(), Principal::anonymous());
         assert_eq!(
             principal(&with(&["alice@example.com:dev-1_2"])).unwrap().0,
-            "alice@example.com:dev-1_2"
+            "local:alice@example.com:dev-1_2"
         );
-        let long = "a".repeat(MAX_PRINCIPAL);
+        // Naming `anonymous` does not make a request anonymous.
+        assert_eq!(
+            principal(&with(&["anonymous"])).unwrap().0,
+            "local:anonymous"
+        );
+        let long = "a".repeat(128);
         assert!(principal(&with(&[&long])).is_ok());
-        let too_long = "a".repeat(MAX_PRINCIPAL + 1);
+        let too_long = "a".repeat(129);
         for bad in ["", "a b", "a/b", "é", too_long.as_str()] {
             let e = principal(&with(&[bad])).unwrap_err();
             assert_eq!(e.status(), 400, "{bad:?}");

@@ -340,9 +340,39 @@ where
     };
     let status = err.raw_response().map(|r| r.status().as_u16());
     let code = err.as_service_error().and_then(|e| e.code());
-    tracing::warn!(call = what, ?kind, status, code, error = %DisplayErrorContext(err),
-                   "AWS call failed");
+    match fix_for(what, kind) {
+        // Access rights do not heal by retrying: an error naming the fix.
+        Some(fix) => tracing::error!(call = what, ?kind, status, code,
+                                     error = %DisplayErrorContext(err), fix, "AWS call failed"),
+        None => tracing::warn!(call = what, ?kind, status, code,
+                               error = %DisplayErrorContext(err), "AWS call failed"),
+    }
     kind
+}
+
+/// What an operator must change when a call fails for lack of rights (or a
+/// model that is not enabled); `what` is a model id or "secret".
+fn fix_for(what: &str, kind: FailureKind) -> Option<String> {
+    let secret = what == "secret";
+    match kind {
+        FailureKind::AccessDenied if secret => Some(
+            "grant the function's role secretsmanager:GetSecretValue on the secret (and \
+             kms:Decrypt on its key when it is not the AWS-managed one)"
+                .into(),
+        ),
+        FailureKind::AccessDenied => Some(format!(
+            "grant the function's role bedrock:InvokeModel on foundation-model/{what}; for an \
+             inference profile id (us., eu., apac., global.) also on its inference-profile ARN \
+             and on the foundation models it routes to; a Marketplace model (Cohere) needs a \
+             one-time subscription (enable model access in the Bedrock console) or \
+             aws-marketplace:Subscribe and aws-marketplace:ViewSubscriptions"
+        )),
+        FailureKind::NotFound if !secret => Some(format!(
+            "check the model id `{what}` and enable access to it in this region (Bedrock \
+             console, Model access); some models are offered only through an inference profile"
+        )),
+        _ => None,
+    }
 }
 
 /// Maps an HTTP status and an AWS error code onto a [`FailureKind`]. Codes

@@ -1,0 +1,390 @@
+//! The AgentCore Gateway REQUEST interceptor: an identity adapter, not an
+//! operation (feature `lambda`; the `identity-interceptor` binary).
+//!
+//! The gateway's inbound JWT authorizer validates the caller's bearer token
+//! but hands a Lambda target nothing of it. The gateway runs one REQUEST
+//! interceptor Lambda before each target call, and with
+//! `inputConfiguration.passRequestHeaders: true` that Lambda receives the
+//! request headers, the bearer token included (AgentCore developer guide,
+//! *Using interceptors with Gateway* → *Configuration*). This interceptor
+//! reads the token's `iss` and `sub`, makes the principal
+//! `jwt:<iss>#<sub>` ([`Principal::jwt`]), and sets it for the target in the
+//! propagated headers [`principal::HEADER`] and [`principal::PROOF_HEADER`]
+//! — replacing whatever the client sent under those names — with a proof
+//! only it and the functions can make ([`principal::proof`]).
+//!
+//! # The contract (AgentCore developer guide, *Types of interceptors*)
+//!
+//! Input (`interceptorInputVersion` `"1.0"`, MCP targets):
+//!
+//! ```json
+//! {"interceptorInputVersion": "1.0",
+//!  "mcp": {"rawGatewayRequest": {"body": "<raw request body>"},
+//!          "gatewayRequest": {"path": "/mcp", "httpMethod": "POST",
+//!                             "headers": {"Authorization": "Bearer <token>", ...},
+//!                             "body": {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+//!                                      "params": {"name": "<target>___<tool>", "arguments": {...}}}}}}
+//! ```
+//!
+//! (`headers` only with `passRequestHeaders: true`; header names may arrive
+//! in any case, so they are matched case-insensitively.)
+//!
+//! Output: `interceptorOutputVersion` must be `"1.0"`; `mcp.transformedGatewayRequest`
+//! (`headers`, `body`) is what the gateway sends on to the target, and when
+//! the output holds `mcp.transformedGatewayResponse` (`statusCode`, `body`)
+//! the gateway answers the caller with it at once, without calling the
+//! target. Headers the interceptor sets reach a target when the target
+//! allow-lists them (`metadataConfiguration.allowedRequestHeaders`; *Header
+//! propagation with Gateway*: "the pre-allowlisted headers provided in the
+//! invoke tool call to gateway or sent from custom interceptor lambda, will
+//! be forwarded"). A Lambda target finds them in its client context,
+//! `custom.bedrockAgentCorePropagatedHeaders`.
+//!
+//! # What it does
+//!
+//! * `tools/call` with a usable token: forwards the request body unchanged
+//!   with the two headers set.
+//! * `tools/call` without one (no `Authorization` bearer token, a token
+//!   that does not decode, no `iss`/`sub`, a malformed one, an expired one,
+//!   an issuer other than `MOSAIC_JWT_ISSUER` when that is set): answers
+//!   at once with an MCP tool error (`isError: true`, the `unauthenticated`
+//!   envelope as text); the target is not called.
+//! * Any other method (`initialize`, `tools/list`, ...): forwarded
+//!   unchanged; they reach no function.
+//!
+//! The token's signature is not checked again here: the gateway's inbound
+//! authorizer did that before the interceptor runs, and only the gateway
+//! may invoke this function (its resource policy). Its expiry is checked
+//! again all the same. The token is never logged.
+//!
+//! # Configuration
+//!
+//! | Variable | Meaning |
+//! |---|---|
+//! | `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN` / `MOSAIC_PRINCIPAL_PROOF_KEY` | The proof key, as for the functions ([`crate::lambda`]); required. |
+//! | `MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS` | A proof's lifetime (default [`proof::DEFAULT_TTL`], 5..=900). |
+//! | `MOSAIC_JWT_ISSUER` | When set, the only issuer accepted (the gateway's authorizer should already ensure it). |
+
+use crate::error::Error;
+use crate::lambda::{self, Invocation, Invoke, ProofKeySetting, Reply};
+use crate::principal::{self, proof, Principal};
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The interceptor contract version this adapter reads and writes.
+pub const VERSION: &str = "1.0";
+
+/// The interceptor's settings, read once per container.
+#[derive(Debug, Clone)]
+pub struct Interceptor {
+    key: proof::Key,
+    ttl: u64,
+    issuer: Option<String>,
+}
+
+impl Interceptor {
+    pub fn new(key: proof::Key, ttl: u64, issuer: Option<String>) -> Self {
+        Interceptor { key, ttl, issuer }
+    }
+
+    /// Reads the environment and loads the key.
+    pub async fn from_env() -> Result<Self, String> {
+        let get = |k: &str| std::env::var(k).ok();
+        let set = |k: &str| crate::profile::setting(get, k);
+        let key = ProofKeySetting::from_lookup(get)?.load().await?.ok_or(
+            "no principal proof key: set MOSAIC_PRINCIPAL_PROOF_SECRET_ARN (or \
+             MOSAIC_PRINCIPAL_PROOF_KEY)",
+        )?;
+        let ttl = match set("MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS") {
+            None => proof::DEFAULT_TTL,
+            Some(s) => s
+                .parse::<u64>()
+                .ok()
+                .filter(|t| (5..=900).contains(t))
+                .ok_or_else(|| {
+                    format!("MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS={s:?}: use 5..900 seconds")
+                })?,
+        };
+        Ok(Interceptor::new(key, ttl, set("MOSAIC_JWT_ISSUER")))
+    }
+
+    /// The interceptor's answer to one gateway request, at Unix time `now`.
+    /// `Err` only for input that is not the interceptor contract at all.
+    pub fn intercept(&self, input: &Value, now: u64) -> Result<Value, String> {
+        let request = input
+            .pointer("/mcp/gatewayRequest")
+            .filter(|r| r.is_object())
+            .ok_or("not an AgentCore interceptor input: no mcp.gatewayRequest")?;
+        let body = request.get("body").cloned().unwrap_or(Value::Null);
+        if body.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return Ok(forward(body, None));
+        }
+        let tool = body
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty() && t.len() <= 256 && !t.contains('\n'));
+        let identity = tool.ok_or("no tool name").and_then(|tool| {
+            let principal = self.principal(request.get("headers"), now)?;
+            let expiry = now + self.ttl;
+            Ok((principal.clone(), self.key.sign(&principal, tool, expiry)))
+        });
+        match identity {
+            Ok((principal, proof)) => {
+                let mut headers = Map::new();
+                headers.insert(principal::HEADER.into(), principal.as_str().into());
+                headers.insert(principal::PROOF_HEADER.into(), proof.into());
+                Ok(forward(body, Some(headers)))
+            }
+            Err(reason) => {
+                tracing::warn!(reason, "tool call refused: no usable caller identity");
+                Ok(refuse(&body))
+            }
+        }
+    }
+
+    /// `jwt:<iss>#<sub>` from the request's bearer token.
+    fn principal(&self, headers: Option<&Value>, now: u64) -> Result<Principal, &'static str> {
+        let headers = headers
+            .and_then(Value::as_object)
+            .ok_or("no request headers (passRequestHeaders)")?;
+        let auth = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .and_then(|(_, v)| v.as_str())
+            .ok_or("no Authorization header")?;
+        let token = auth
+            .strip_prefix("Bearer ")
+            .or_else(|| auth.strip_prefix("bearer "))
+            .ok_or("the Authorization header is not a bearer token")?;
+        let claims = claims(token.trim()).ok_or("the bearer token is not a JWT")?;
+        let text = |k: &str| claims.get(k).and_then(Value::as_str);
+        let iss = text("iss").ok_or("the token has no iss")?;
+        let sub = text("sub").ok_or("the token has no sub")?;
+        if let Some(want) = &self.issuer {
+            if iss != want {
+                return Err("the token's issuer is not MOSAIC_JWT_ISSUER");
+            }
+        }
+        match claims.get("exp").and_then(Value::as_u64) {
+            Some(exp) if exp < now => return Err("the token has expired"),
+            Some(_) => {}
+            None => return Err("the token has no exp"),
+        }
+        Principal::jwt(iss, sub).map_err(|_| "the token's iss or sub is malformed")
+    }
+}
+
+/// A JWT's claims (the middle part, base64url without padding). The
+/// signature is the gateway authorizer's business.
+fn claims(token: &str) -> Option<Map<String, Value>> {
+    let mut parts = token.split('.');
+    let (Some(_), Some(payload), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    match serde_json::from_slice(&bytes).ok()? {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// Sends the request on to the target, with `headers` when given.
+fn forward(body: Value, headers: Option<Map<String, Value>>) -> Value {
+    let mut request = json!({ "body": body });
+    if let Some(h) = headers {
+        request["headers"] = Value::Object(h);
+    }
+    json!({
+        "interceptorOutputVersion": VERSION,
+        "mcp": { "transformedGatewayRequest": request },
+    })
+}
+
+/// Answers the caller at once with an MCP tool error: the `unauthenticated`
+/// envelope as the result's text, `isError: true`.
+fn refuse(body: &Value) -> Value {
+    let envelope = Error::unauthenticated("the caller's identity could not be established").body();
+    json!({
+        "interceptorOutputVersion": VERSION,
+        "mcp": { "transformedGatewayResponse": {
+            "statusCode": 200,
+            "body": {
+                "jsonrpc": "2.0",
+                "id": body.get("id").cloned().unwrap_or(Value::Null),
+                "result": {
+                    "isError": true,
+                    "content": [{"type": "text", "text": envelope.to_string()}],
+                },
+            },
+        }},
+    })
+}
+
+#[async_trait::async_trait]
+impl Invoke for Interceptor {
+    async fn invoke(&self, inv: &Invocation) -> Reply {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let out = serde_json::from_slice::<Value>(&inv.event)
+            .map_err(|e| format!("the event is not JSON: {e}"))
+            .and_then(|input| self.intercept(&input, now));
+        let reply = match out {
+            Ok(v) => Reply::Response(v),
+            // Not the contract: fail the invocation, so the gateway cannot
+            // call the target without this interceptor's headers.
+            Err(message) => Reply::Failure {
+                error_type: "InvalidInterceptorInput".into(),
+                error_message: message,
+            },
+        };
+        let outcome = match &reply {
+            Reply::Response(v) if v.pointer("/mcp/transformedGatewayResponse").is_some() => {
+                "refused"
+            }
+            Reply::Response(_) => "forwarded",
+            Reply::Failure { .. } => "failed",
+        };
+        tracing::info!(request_id = %inv.request_id, outcome, "interception");
+        reply
+    }
+}
+
+/// The `identity-interceptor` binary: serves the interceptor until the
+/// Runtime API goes away.
+pub async fn run() -> Result<(), lambda::BoxError> {
+    lambda::serve("identity-interceptor", async {
+        let interceptor = Interceptor::from_env().await?;
+        tracing::info!(
+            ttl_seconds = interceptor.ttl,
+            issuer_pinned = interceptor.issuer.is_some(),
+            "ready"
+        );
+        Ok(interceptor)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ISS: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Mosaic0Ex";
+
+    fn key() -> proof::Key {
+        proof::Key::new("interceptor-unit-test-key-0123456789abcdef").unwrap()
+    }
+
+    fn token(claims: Value) -> String {
+        let enc =
+            |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        format!(
+            "{}.{}.c2lnbmF0dXJl",
+            enc(&json!({"alg": "RS256", "kid": "k"})),
+            enc(&claims)
+        )
+    }
+
+    fn call(auth: Option<String>, client_principal: &str) -> Value {
+        let mut headers = json!({"Content-Type": "application/json",
+            "X-Mosaic-Principal": client_principal,
+            "x-mosaic-principal-proof": "v1.99999999999.00"});
+        if let Some(a) = auth {
+            headers["Authorization"] = Value::from(a);
+        }
+        json!({"interceptorInputVersion": "1.0", "mcp": {
+            "rawGatewayRequest": {"body": "{}"},
+            "gatewayRequest": {"path": "/mcp", "httpMethod": "POST", "headers": headers,
+                "body": {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                    "params": {"name": "mosaic-explain-retrieval___explain_retrieval",
+                        "arguments": {"retrieval_scope_id": "e"}}}}}})
+    }
+
+    #[test]
+    fn the_principal_comes_from_the_token_and_replaces_the_clients() {
+        let i = Interceptor::new(key(), 60, Some(ISS.into()));
+        let bearer = format!(
+            "Bearer {}",
+            token(json!({"iss": ISS, "sub": "u-1", "exp": 2000}))
+        );
+        let out = i
+            .intercept(&call(Some(bearer), "jwt:x#victim"), 1000)
+            .unwrap();
+        assert_eq!(out["interceptorOutputVersion"], "1.0");
+        let req = &out["mcp"]["transformedGatewayRequest"];
+        let p = Principal::jwt(ISS, "u-1").unwrap();
+        assert_eq!(req["headers"][principal::HEADER], p.as_str());
+        let proof = req["headers"][principal::PROOF_HEADER].as_str().unwrap();
+        let tool = "mosaic-explain-retrieval___explain_retrieval";
+        assert_eq!(key().verify(&p, tool, proof, 1000), Ok(()));
+        assert_eq!(
+            key().verify(&p, tool, proof, 1061),
+            Err(proof::Refusal::Expired)
+        );
+        assert_eq!(
+            req["body"]["params"]["arguments"]["retrieval_scope_id"],
+            "e"
+        );
+        assert_eq!(req["headers"].as_object().unwrap().len(), 2, "{req}");
+    }
+
+    #[test]
+    fn a_call_without_a_usable_token_is_answered_with_a_tool_error() {
+        let i = Interceptor::new(key(), 60, Some(ISS.into()));
+        let ok = json!({"iss": ISS, "sub": "u-1", "exp": 2000});
+        let mut missing_sub = ok.clone();
+        missing_sub.as_object_mut().unwrap().remove("sub");
+        let mut other_issuer = ok.clone();
+        other_issuer["iss"] = "https://evil.example".into();
+        let mut expired = ok.clone();
+        expired["exp"] = 999.into();
+        let mut spaced = ok.clone();
+        spaced["sub"] = "a b".into();
+        for auth in [
+            None,
+            Some("Basic dTpw".to_string()),
+            Some("Bearer not-a-jwt".to_string()),
+            Some(format!("Bearer {}", token(missing_sub))),
+            Some(format!("Bearer {}", token(other_issuer))),
+            Some(format!("Bearer {}", token(expired))),
+            Some(format!("Bearer {}", token(spaced))),
+        ] {
+            let out = i
+                .intercept(&call(auth.clone(), "jwt:x#victim"), 1000)
+                .unwrap();
+            let resp = &out["mcp"]["transformedGatewayResponse"];
+            assert_eq!(resp["body"]["id"], 9, "{auth:?}");
+            assert_eq!(resp["body"]["result"]["isError"], true, "{auth:?}");
+            let text = resp["body"]["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap();
+            let envelope: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(envelope["error"]["code"], "unauthenticated");
+            assert!(out["mcp"].get("transformedGatewayRequest").is_none());
+        }
+    }
+
+    #[test]
+    fn other_methods_pass_and_garbage_fails() {
+        let i = Interceptor::new(key(), 60, None);
+        let list = json!({"interceptorInputVersion": "1.0", "mcp": {"gatewayRequest": {
+            "body": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}}});
+        let out = i.intercept(&list, 0).unwrap();
+        assert_eq!(
+            out["mcp"]["transformedGatewayRequest"]["body"]["method"],
+            "tools/list"
+        );
+        assert!(out["mcp"]["transformedGatewayRequest"]
+            .get("headers")
+            .is_none());
+        for bad in [json!({}), json!([]), json!({"mcp": {"gatewayRequest": 3}})] {
+            assert!(i.intercept(&bad, 0).is_err(), "{bad}");
+        }
+    }
+}
