@@ -143,17 +143,46 @@ fn is_identifier(key: &str) -> bool {
         && key.chars().any(char::is_alphabetic)
 }
 
-/// Padded character trigrams (two spaces before, one after, as pg_trgm).
-fn trigrams(key: &str) -> HashSet<[char; 3]> {
-    let chars: Vec<char> = "  ".chars().chain(key.chars()).chain([' ']).collect();
-    chars.windows(3).map(|w| [w[0], w[1], w[2]]).collect()
+/// Padded character trigrams (two spaces before, one after, as pg_trgm),
+/// each packed into one integer, sorted and distinct.
+fn trigrams(key: &str) -> Vec<u64> {
+    let chars: Vec<u64> = "  "
+        .chars()
+        .chain(key.chars())
+        .chain([' '])
+        .map(u64::from)
+        .collect();
+    let mut grams: Vec<u64> = chars
+        .windows(3)
+        .map(|w| (w[0] << 42) | (w[1] << 21) | w[2])
+        .collect();
+    grams.sort_unstable();
+    grams.dedup();
+    grams
+}
+
+/// The size of the intersection of two sorted, distinct lists.
+fn shared_count(a: &[u64], b: &[u64]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
 }
 
 /// A key prepared once for repeated comparisons.
 struct Key {
     text: String,
     len: usize,
-    grams: HashSet<[char; 3]>,
+    grams: Vec<u64>,
 }
 
 impl Key {
@@ -165,12 +194,23 @@ impl Key {
         }
     }
 
+    /// What [`similarity`](Self::similarity) can reach at most, from the
+    /// sizes alone: Jaccard is at most the smaller set over the larger, the
+    /// edit similarity at most 1 − the length difference over the longer.
+    fn bound(&self, other: &Key) -> f64 {
+        let (a, b) = (self.grams.len(), other.grams.len());
+        let trigram = a.min(b) as f64 / a.max(b).max(1) as f64;
+        let longer = self.len.max(other.len).max(1);
+        let edit = 1.0 - self.len.abs_diff(other.len) as f64 / longer as f64;
+        (trigram + edit) / 2.0
+    }
+
     /// Mean of trigram Jaccard similarity and edit similarity, in [0, 1].
     fn similarity(&self, other: &Key) -> f64 {
         if self.text == other.text {
             return 1.0;
         }
-        let shared = self.grams.intersection(&other.grams).count();
+        let shared = shared_count(&self.grams, &other.grams);
         let union = self.grams.len() + other.grams.len() - shared;
         let trigram = if union == 0 {
             0.0
@@ -181,6 +221,21 @@ impl Key {
         let longer = self.len.max(other.len).max(1);
         let edit = 1.0 - strsim::osa_distance(&self.text, &other.text) as f64 / longer as f64;
         (trigram + edit) / 2.0
+    }
+
+    /// The best similarity to any of `keys` (0 for none), skipping the keys
+    /// whose bound cannot beat the best so far.
+    fn best(&self, keys: &[Key]) -> f64 {
+        let mut best: f64 = 0.0;
+        for k in keys {
+            if best >= 1.0 {
+                break;
+            }
+            if self.bound(k) > best {
+                best = best.max(self.similarity(k));
+            }
+        }
+        best
     }
 }
 
@@ -195,12 +250,12 @@ fn identity_match(query: &[Key], whole: &Key, c: &Candidate) -> f64 {
         return 0.0;
     }
     let tokens = token_match(query, &c.identity_text);
-    let identifiers = c
+    let identifiers: Vec<Key> = c
         .identifiers
         .iter()
-        .map(|i| whole.similarity(&Key::new(&identifier_key(i))))
-        .fold(0.0, f64::max);
-    (tokens + identifiers) / 2.0
+        .map(|i| Key::new(&identifier_key(i)))
+        .collect();
+    (tokens + whole.best(&identifiers)) / 2.0
 }
 
 /// The mean, over the query keys, of each key's best match among the
@@ -210,10 +265,7 @@ fn token_match(query: &[Key], identity_text: &str) -> f64 {
         .iter()
         .map(|k| Key::new(k))
         .collect();
-    let total: f64 = query
-        .iter()
-        .map(|q| keys.iter().map(|k| q.similarity(k)).fold(0.0, f64::max))
-        .sum();
+    let total: f64 = query.iter().map(|q| q.best(&keys)).sum();
     total / query.len() as f64
 }
 
