@@ -45,6 +45,9 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 echo "mosaic serve is running on $URL (pid $(cat "$STATE/serve.pid"), log $STATE/serve.log)"
+# One unprinted search first: right after a (re)start the database reads the
+# vector index from disk and the model's first call allocates its buffers.
+"$MOSAIC" search --server "$URL" "warm up" --limit 1 >/dev/null 2>&1 || true
 
 # Pick real identifiers from the catalog so the demo works for any seed.
 read -r MODEL BRAND <<<"$(bash scripts/db.sh psql -Atc \
