@@ -50,6 +50,20 @@ pub struct BenchArgs {
     /// Skip the HTTP throughput phase.
     #[arg(long)]
     no_throughput: bool,
+    /// Also run the load check: searches under concurrency with random
+    /// grants, filters-only searches mixed in and database backends
+    /// terminated at random; every 200 is checked against its receipt.
+    #[arg(long)]
+    load: bool,
+    /// Load check: searches.
+    #[arg(long, default_value_t = 2000)]
+    load_requests: usize,
+    /// Load check: client threads.
+    #[arg(long, default_value_t = 64)]
+    load_concurrency: usize,
+    /// Load check: a runtime backend is terminated this often.
+    #[arg(long, default_value_t = 250)]
+    kill_every_ms: u64,
     /// Also sweep profile values with direct arm calls: `semantic`
     /// (hnsw_ef_search, semantic_exact_threshold), `lexical`
     /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
@@ -438,6 +452,16 @@ async fn bench_size(
     } else {
         Some(throughput(args, &ctx, &owner, &shapes, &queries).await?)
     };
+    let load = if args.load {
+        let opts = crate::bench_load::LoadOptions {
+            requests: args.load_requests,
+            concurrency: args.load_concurrency,
+            kill_every_ms: args.kill_every_ms,
+        };
+        Some(crate::bench_load::run(&ctx, &owner, &runtime_url, &shapes, &queries, &opts).await?)
+    } else {
+        None
+    };
 
     let mut shapes_json = serde_json::Map::new();
     for (shape, st) in &stats {
@@ -487,6 +511,7 @@ async fn bench_size(
         "filters_only": filters_only,
         "sweep": sweep,
         "throughput": throughput,
+        "load": load,
     }))
 }
 

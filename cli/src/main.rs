@@ -4,6 +4,7 @@
 //! catalog. Every subcommand is a thin adapter over the `mosaic` library.
 
 mod bench_cmd;
+mod bench_load;
 mod contract_cmd;
 mod embedder;
 mod eval_cmd;
