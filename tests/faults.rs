@@ -10,8 +10,14 @@
 //! - a half-open connection (the proxy stops relaying but keeps both sockets
 //!   open): a 503 within the request deadline.
 //!
-//! Whatever the fault, every 200 has its receipt, and the next search after
-//! the fault is served.
+//! - a restart in the middle of load (8 concurrent searchers, 104
+//!   searches): every open connection cut and new ones refused for a
+//!   second, then the database back.
+//!
+//! Whatever the fault, every 200 has its receipt (after the restart: the
+//! event, `served_count` equal to the results, the candidate rows equal to
+//! the pool size, exactly the first `authorized_limit` results granted),
+//! every failure is a 503, and the searches after the fault are served.
 
 use mosaic::context::Principal;
 use mosaic::http::{self, HttpRequest};
@@ -19,7 +25,7 @@ use mosaic::{Ctx, RetrievalProfile};
 use mosaic_integration_tests::TestDb;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -42,6 +48,10 @@ enum Fault {
 struct Proxy {
     addr: SocketAddr,
     fault: Arc<AtomicU8>,
+    /// While set, new connections are closed as soon as they are accepted.
+    down: Arc<AtomicBool>,
+    /// Bumped to cut every open connection.
+    cut: Arc<tokio::sync::watch::Sender<u64>>,
     task: JoinHandle<()>,
 }
 
@@ -60,22 +70,51 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let fault = Arc::new(AtomicU8::new(Fault::None as u8));
+        let down = Arc::new(AtomicBool::new(false));
+        let cut = Arc::new(tokio::sync::watch::channel(0u64).0);
         let task = {
-            let fault = fault.clone();
+            let (fault, down, cut) = (fault.clone(), down.clone(), cut.clone());
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
+                    if down.load(Ordering::SeqCst) {
+                        drop(client);
+                        continue;
+                    }
                     let Ok(server) = TcpStream::connect(&upstream).await else {
                         continue;
                     };
-                    tokio::spawn(relay(client, server, fault.clone()));
+                    let mut cut = cut.subscribe();
+                    let relayed = relay(client, server, fault.clone());
+                    tokio::spawn(async move {
+                        // A cut drops the relay, and with it both sockets.
+                        tokio::select! {
+                            _ = relayed => {}
+                            _ = cut.changed() => {}
+                        }
+                    });
                 }
             })
         };
-        Proxy { addr, fault, task }
+        Proxy {
+            addr,
+            fault,
+            down,
+            cut,
+            task,
+        }
     }
 
     fn arm(&self, f: Fault) {
         self.fault.store(f as u8, Ordering::SeqCst);
+    }
+
+    /// A database restart as the service sees it: every open connection is
+    /// cut, new ones are refused for `outage`, then connections work again.
+    async fn restart(&self, outage: Duration) {
+        self.down.store(true, Ordering::SeqCst);
+        self.cut.send_modify(|g| *g += 1);
+        tokio::time::sleep(outage).await;
+        self.down.store(false, Ordering::SeqCst);
     }
 }
 
@@ -257,5 +296,198 @@ async fn a_connection_cut_around_the_receipt_commit_never_yields_a_200_without_i
                 assert!(took < Duration::from_secs(4), "half-open took {took:?}");
             }
         }
+    }
+}
+
+/// One search of the load run and what it answered.
+struct Served {
+    status: u16,
+    body: Value,
+    authorized_limit: i32,
+    /// Sent after the restart was over.
+    after_restart: bool,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_in_the_middle_of_load_loses_no_receipt_and_the_service_comes_back() {
+    const TASKS: usize = 8;
+    const PER_TASK: usize = 13;
+    /// Requests each task sends before it waits for the restart to be over.
+    const BEFORE: usize = 9;
+    /// Completed requests after which the database restarts.
+    const RESTART_AT: usize = 40;
+    const LIMIT: i32 = 5;
+
+    let db = TestDb::with_sample("faults_restart").await;
+    let url = db.runtime_url();
+    let host_port = url
+        .split('@')
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_string();
+    let proxy = Proxy::start(host_port.clone()).await;
+    let proxied = url.replacen(&host_port, &proxy.addr.to_string(), 1);
+    let profile = RetrievalProfile {
+        request_deadline_ms: 2_000,
+        ..RetrievalProfile::default()
+    };
+    let ctx = Arc::new(
+        Ctx::from_url(&proxied, 4, profile)
+            .unwrap()
+            .with_embedder(Arc::new(mosaic::embed::HashingEmbedder::new(384))),
+    );
+    let observer = db.runtime().await;
+    let before_events = events(&observer).await;
+
+    let queries = [
+        "espresso machine",
+        "wireless headphones",
+        "trail running shoes",
+        "kettle",
+        "coffee grinder",
+    ];
+    let done = Arc::new(AtomicUsize::new(0));
+    let (up_tx, up_rx) = tokio::sync::watch::channel(false);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let (ctx, done, mut up_rx) = (ctx.clone(), done.clone(), up_rx.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for i in 0..PER_TASK {
+                if i == BEFORE {
+                    up_rx.wait_for(|up| *up).await.unwrap();
+                }
+                let after_restart = *up_rx.borrow();
+                let authorized_limit = ((t + i) % (LIMIT as usize + 1)) as i32;
+                let body = json!({
+                    "query": queries[(t * PER_TASK + i) % queries.len()],
+                    "limit": LIMIT,
+                    "authorized_limit": authorized_limit,
+                    "rerank": false,
+                })
+                .to_string();
+                let resp = http::handle(
+                    &ctx,
+                    &Principal("local:restart".into()),
+                    HttpRequest {
+                        method: "POST",
+                        path: "/api/search",
+                        query: "",
+                        body: body.as_bytes(),
+                        request_id: "restart",
+                    },
+                )
+                .await;
+                out.push(Served {
+                    status: resp.status,
+                    body: serde_json::from_slice(&resp.body).unwrap_or(Value::Null),
+                    authorized_limit,
+                    after_restart,
+                });
+                done.fetch_add(1, Ordering::SeqCst);
+                // Paced, so that the restart finds requests in flight.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            out
+        }));
+    }
+    while done.load(Ordering::SeqCst) < RESTART_AT {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let restarted_at = started.elapsed();
+    proxy.restart(Duration::from_secs(1)).await;
+    up_tx.send(true).unwrap();
+    let mut served = Vec::new();
+    for task in tasks {
+        served.extend(task.await.unwrap());
+    }
+    let took = started.elapsed();
+
+    let mut ok = 0;
+    let mut unavailable = 0;
+    for s in &served {
+        match s.status {
+            200 => {
+                ok += 1;
+                check_receipt(&observer, s).await;
+            }
+            503 => {
+                unavailable += 1;
+                assert_eq!(s.body["error"]["code"], "unavailable", "{}", s.body);
+                assert!(!s.after_restart, "a 503 after the restart: {}", s.body);
+            }
+            other => panic!("status {other}: {}", s.body),
+        }
+    }
+    let after: Vec<&Served> = served.iter().filter(|s| s.after_restart).collect();
+    assert!(after.len() >= TASKS * (PER_TASK - BEFORE));
+    assert!(after.iter().all(|s| s.status == 200));
+    // Every 200 wrote one receipt; a 503 may have (its COMMIT reached the
+    // server, its reply did not), never more than one.
+    let written = events(&observer).await - before_events;
+    assert!(
+        (ok..=ok + unavailable).contains(&(written as usize)),
+        "{written} receipts for {ok} successes and {unavailable} failures"
+    );
+    eprintln!(
+        "{} searches in {took:?} (restart at {restarted_at:?}, 1 s outage): {ok} x 200, {unavailable} x 503, {written} receipts",
+        served.len()
+    );
+    assert!(took < Duration::from_secs(60), "the load run took {took:?}");
+}
+
+/// A served search's receipt: the event exists, `served_count` equals the
+/// results, the candidate rows equal the pool size, and exactly the first
+/// `authorized_limit` results are granted.
+async fn check_receipt(c: &tokio_postgres::Client, s: &Served) {
+    let id: uuid::Uuid = s.body["search_event_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", s.body))
+        .parse()
+        .unwrap();
+    let results = s.body["results"].as_array().unwrap();
+    let event = c
+        .query_opt(
+            "SELECT pool_size, served_count, authorized_limit
+             FROM receipts.search_events WHERE search_event_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("a 200 without its receipt: {id}"));
+    let (pool, served_count, authorized): (i32, i32, Option<i32>) =
+        (event.get(0), event.get(1), event.get(2));
+    assert_eq!(served_count as usize, results.len(), "{id}");
+    assert_eq!(authorized, Some(s.authorized_limit), "{id}");
+    let candidates: i64 = c
+        .query_one(
+            "SELECT count(*) FROM receipts.search_candidates WHERE search_event_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(candidates, i64::from(pool), "{id}");
+    let granted: Vec<String> = c
+        .query(
+            "SELECT product_id FROM receipts.search_candidates
+             WHERE search_event_id = $1 AND granted ORDER BY served_rank",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let first: Vec<String> = results
+        .iter()
+        .take(s.authorized_limit as usize)
+        .map(|r| r["product_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(granted, first, "{id}");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["granted"], (i < s.authorized_limit as usize), "{id}: {r}");
     }
 }

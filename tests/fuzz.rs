@@ -1,19 +1,25 @@
 //! A property-based fuzzer over the shared HTTP router (what `mosaic serve`
-//! and the API Gateway functions run), in process, against a real database.
+//! and the API Gateway functions run) and over the Lambda handler's
+//! AgentCore Gateway path (tool calls with the gateway's client context and
+//! a valid principal proof), in process, against a real database.
 //!
-//! It generates hostile requests: bodies with control and bidirectional
+//! It generates hostile requests and tool arguments: bodies with control and bidirectional
 //! characters, escaped lone surrogates, huge, tiny and fractional numbers,
 //! duplicate keys, deep nesting, wrong types, unknown fields and broken
 //! JSON, on every route, with percent-encoded path ids (NUL, invalid UTF-8,
 //! encoded slashes). Whatever arrives:
 //!
 //! - the status is 200, 400, 401, 404 or 413: bad input is never a 5xx;
+//!   over AgentCore, the function error's code is one of those statuses'
+//!   codes, never `unavailable` or `internal`;
 //! - a refusal writes no receipt, and a served search writes exactly one.
 //!
-//! `PROPTEST_CASES` sets the number of requests (default 256).
+//! `PROPTEST_CASES` sets the number of requests per transport (default 256).
 
 use mosaic::context::Principal;
 use mosaic::http::{self, HttpRequest};
+use mosaic::lambda::{Handler, Invocation, Operation, Reply, Settings, TOOL_SEPARATOR};
+use mosaic::principal::{self, proof};
 use mosaic::RetrievalProfile;
 use mosaic_integration_tests::{ctx, TestDb};
 use proptest::prelude::*;
@@ -322,6 +328,254 @@ fn hostile_requests_are_never_a_5xx_and_refusals_write_no_receipt() {
         );
     }
     drop(c);
+    drop(rt_client);
+    drop(db);
+}
+
+// ------------------------------------------------------------- AgentCore
+
+/// The key the handler and the test (playing the identity interceptor)
+/// share.
+const PROOF_KEY: &str = "mosaic-fuzz-tests-principal-proof-key-00001";
+/// The gateway target prefix of the tool names.
+const TARGET: &str = "mosaic-products";
+
+/// The caller every AgentCore call names, with a valid proof.
+fn agentcore_principal() -> Principal {
+    Principal::jwt("https://issuer.example/fuzz", "fuzz-user").unwrap()
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The gateway's client context for `op`, with the interceptor's proof.
+fn gateway_context(op: Operation) -> String {
+    let principal = agentcore_principal();
+    let tool = format!("{TARGET}{TOOL_SEPARATOR}{}", op.name());
+    let proof = proof::Key::new(PROOF_KEY)
+        .unwrap()
+        .sign(&principal, &tool, unix_now() + 600);
+    let mut headers = serde_json::Map::new();
+    headers.insert(principal::HEADER.into(), principal.as_str().into());
+    headers.insert(principal::PROOF_HEADER.into(), proof.into());
+    json!({"custom": {
+        "bedrockAgentCoreGatewayId": "mosaic-gateway-fuzz",
+        "bedrockAgentCoreTargetId": "FUZZ0001",
+        "bedrockAgentCoreMessageVersion": "1.0",
+        "bedrockAgentCoreToolName": tool,
+        "bedrockAgentCorePropagatedHeaders": headers,
+    }})
+    .to_string()
+}
+
+/// One container's handler per operation, as `mosaic::lambda::run` builds
+/// them, on the test database.
+fn handlers(db: &TestDb) -> Vec<Handler> {
+    let url = db.runtime_url();
+    let settings = Settings::from_lookup(|k| match k {
+        "MOSAIC_DATABASE_URL" => Some(url.clone()),
+        "MOSAIC_EMBEDDER" => Some("hashing".into()),
+        "MOSAIC_PRINCIPAL_PROOF_KEY" => Some(PROOF_KEY.into()),
+        _ => None,
+    })
+    .expect("settings");
+    Operation::ALL
+        .iter()
+        .map(|&op| Handler {
+            op,
+            ctx: ctx(db, settings.profile.clone()),
+            settings: settings.clone(),
+            proof_key: Some(proof::Key::new(PROOF_KEY).unwrap()),
+        })
+        .collect()
+}
+
+/// Answers one AgentCore invocation: `Ok(output)` or `Err((errorType,
+/// envelope))` after checking the function error's shape.
+async fn invoke(handler: &Handler, args: &[u8]) -> Result<Value, (String, Value)> {
+    let inv = Invocation {
+        request_id: "fuzz-agentcore".into(),
+        deadline_ms: None,
+        client_context: Some(gateway_context(handler.op)),
+        event: args.to_vec().into(),
+    };
+    match handler.answer(&inv).await {
+        Reply::Response(v) => Ok(v),
+        Reply::Failure {
+            error_type,
+            error_message,
+        } => {
+            let envelope: Value = serde_json::from_str(&error_message).unwrap_or_else(|e| {
+                panic!("errorMessage is not the envelope ({e}): {error_message}")
+            });
+            assert_eq!(envelope["error"]["code"], error_type.as_str(), "{envelope}");
+            Err((error_type, envelope))
+        }
+    }
+}
+
+/// A flat argument object the operation accepts, with up to two hostile
+/// fields added (a repeated key overrides the valid one).
+fn near_valid_args(
+    op: Operation,
+    event: String,
+    granted: Vec<String>,
+) -> impl Strategy<Value = Vec<u8>> {
+    let base = match op {
+        Operation::SearchProducts => {
+            json!({"query": "wireless headphones", "limit": 5, "rerank": false})
+        }
+        Operation::GetProductEvidence => json!({
+            "retrieval_scope_id": event, "product_id": granted[0], "evidence_query": "battery life"
+        }),
+        Operation::CompareProducts => {
+            json!({"retrieval_scope_id": event, "product_ids": [granted[0], granted[1]]})
+        }
+        Operation::ExplainRetrieval => json!({"retrieval_scope_id": event}),
+    }
+    .to_string();
+    prop::collection::vec(
+        (
+            field_name(),
+            prop_oneof![
+                3 => hostile_value(),
+                // Percent-encoded and otherwise hostile ids, as strings.
+                1 => hostile_id(granted[0].clone()).prop_map(|id| json!(id).to_string()),
+                1 => hostile_id(event.clone()).prop_map(|id| json!(id).to_string()),
+            ],
+        ),
+        0..3,
+    )
+    .prop_map(move |extra| {
+        let mut text = base.trim_end_matches('}').to_string();
+        for (k, v) in extra {
+            if !text.ends_with('{') {
+                text.push(',');
+            }
+            text.push_str(&format!("{k}:{v}"));
+        }
+        text.push('}');
+        text.into_bytes()
+    })
+}
+
+fn hostile_invocation(
+    event: String,
+    granted: Vec<String>,
+) -> impl Strategy<Value = (usize, Vec<u8>)> {
+    (0usize..4).prop_flat_map(move |i| {
+        let op = Operation::ALL[i];
+        let args = prop_oneof![
+            hostile_body(event.clone(), granted.clone()),
+            near_valid_args(op, event.clone(), granted.clone()),
+        ];
+        (Just(i), args)
+    })
+}
+
+/// The codes an AgentCore call may answer with bad arguments: never
+/// `unavailable` or `internal`.
+const CLIENT_CODES: [&str; 6] = [
+    "invalid_json",
+    "invalid_argument",
+    "unknown_field",
+    "payload_too_large",
+    "not_found",
+    "unauthenticated",
+];
+
+#[test]
+fn hostile_agentcore_tool_arguments_are_never_a_server_error_and_refusals_write_no_receipt() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (db, handlers, rt_client, event, granted) = rt.block_on(async {
+        let db = TestDb::with_sample("fuzz_agentcore").await;
+        let handlers = handlers(&db);
+        let args = json!({"query": "wireless headphones", "limit": 5, "rerank": false}).to_string();
+        let out = invoke(&handlers[0], args.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("the seed search failed: {e:?}"));
+        let granted: Vec<String> = out["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["product_id"].as_str().unwrap().to_string())
+            .collect();
+        assert!(granted.len() >= 2, "{out}");
+        let rt_client = db.runtime().await;
+        let event = out["search_event_id"].as_str().unwrap().to_string();
+        (db, handlers, rt_client, event, granted)
+    });
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let tally = std::sync::Mutex::new(std::collections::BTreeMap::<(&str, String), u32>::new());
+    runner
+        .run(&hostile_invocation(event, granted), |(i, args)| {
+            let handler = &handlers[i];
+            let (out, before, after) = rt.block_on(async {
+                let before = events(&rt_client).await;
+                let out = invoke(handler, &args).await;
+                let after = events(&rt_client).await;
+                (out, before, after)
+            });
+            let tool = handler.op.name();
+            let shown = String::from_utf8_lossy(&args[..args.len().min(300)]).into_owned();
+            let code = match &out {
+                Ok(_) => "ok".to_string(),
+                Err((code, _)) => code.clone(),
+            };
+            *tally
+                .lock()
+                .unwrap()
+                .entry((tool, code.clone()))
+                .or_default() += 1;
+            if let Err((code, envelope)) = &out {
+                prop_assert!(
+                    CLIENT_CODES.contains(&code.as_str()),
+                    "{tool} {shown} -> {code} {envelope}"
+                );
+            }
+            let searched = out.is_ok() && handler.op == Operation::SearchProducts;
+            prop_assert_eq!(
+                after - before,
+                i64::from(searched),
+                "{} {} -> {}",
+                tool,
+                shown,
+                code
+            );
+            Ok(())
+        })
+        .unwrap();
+    let tally = tally.into_inner().unwrap();
+    eprintln!("code per tool: {tally:?}");
+    if cases >= 256 {
+        let served = |tool: &str| tally.get(&(tool, "ok".to_string())).copied().unwrap_or(0);
+        assert!(
+            served("search_products") > 0,
+            "no search was served: {tally:?}"
+        );
+        let scoped: u32 = [
+            "get_product_evidence",
+            "compare_products",
+            "explain_retrieval",
+        ]
+        .iter()
+        .map(|t| served(t))
+        .sum();
+        assert!(scoped > 0, "no scoped call was served: {tally:?}");
+    }
+    drop(handlers);
     drop(rt_client);
     drop(db);
 }
