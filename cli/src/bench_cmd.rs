@@ -16,7 +16,6 @@ use mosaic::{db, Ctx, Principal, RetrievalProfile};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -961,48 +960,15 @@ async fn throughput(
     for &c in &args.concurrency {
         let (n, url, bodies) = (args.requests, url.clone(), bodies.clone());
         let (secs, lat, errors) = tokio::task::spawn_blocking(move || {
-            let next = AtomicUsize::new(0);
             let started = Instant::now();
-            let results: Vec<(Vec<f64>, usize)> = std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..c)
-                    .map(|_| {
-                        let (next, url, bodies) = (&next, &url, &bodies);
-                        scope.spawn(move || {
-                            let agent = ureq::AgentBuilder::new()
-                                .timeout(std::time::Duration::from_secs(30))
-                                .build();
-                            let (mut lat, mut errors) = (Vec::new(), 0usize);
-                            loop {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                if i >= n {
-                                    break;
-                                }
-                                let t = Instant::now();
-                                let r = agent
-                                    .post(url)
-                                    .set("content-type", "application/json")
-                                    .send_string(&bodies[i % bodies.len()]);
-                                match r.map(|resp| resp.into_string()) {
-                                    Ok(Ok(_)) => lat.push(t.elapsed().as_secs_f64() * 1000.0),
-                                    _ => errors += 1,
-                                }
-                            }
-                            (lat, errors)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_default())
-                    .collect()
-            });
+            let replies = crate::bench_load::post_all(&url, &bodies, n, c);
             let secs = started.elapsed().as_secs_f64();
-            let mut lat = Vec::new();
-            let mut errors = 0;
-            for (l, e) in results {
-                lat.extend(l);
-                errors += e;
-            }
+            let lat: Vec<f64> = replies
+                .iter()
+                .filter(|r| (200..300).contains(&r.status))
+                .map(|r| r.ms)
+                .collect();
+            let errors = replies.len() - lat.len();
             (secs, lat, errors)
         })
         .await?;

@@ -30,6 +30,65 @@ pub struct LoadOptions {
     pub kill_every_ms: u64,
 }
 
+/// One HTTP exchange of [`post_all`].
+pub struct Reply {
+    /// Which body was sent (its index).
+    pub index: usize,
+    /// The HTTP status; 0 when no answer came.
+    pub status: u16,
+    pub body: String,
+    pub ms: f64,
+}
+
+/// Posts `n` JSON bodies (`bodies[i % len]`) to `url` from `c` client
+/// threads, each with its own keep-alive connection and a 30 s timeout;
+/// blocking. The throughput phase and the load check both send with it.
+pub fn post_all(url: &str, bodies: &[String], n: usize, c: usize) -> Vec<Reply> {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..c.max(1))
+            .map(|_| {
+                let next = &next;
+                scope.spawn(move || {
+                    let agent = ureq::AgentBuilder::new()
+                        .timeout(Duration::from_secs(30))
+                        .build();
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        let t = Instant::now();
+                        let r = agent
+                            .post(url)
+                            .set("content-type", "application/json")
+                            .send_string(&bodies[i % bodies.len()]);
+                        let (status, body) = match r {
+                            Ok(resp) => (resp.status(), resp.into_string().unwrap_or_default()),
+                            Err(ureq::Error::Status(code, resp)) => {
+                                (code, resp.into_string().unwrap_or_default())
+                            }
+                            Err(_) => (0, String::new()),
+                        };
+                        out.push(Reply {
+                            index: i,
+                            status,
+                            body,
+                            ms: t.elapsed().as_secs_f64() * 1000.0,
+                        });
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
 /// One request's outcome: the body it sent, the status and the answer.
 struct Outcome {
     sent: Value,
@@ -167,57 +226,20 @@ pub async fn run(
 
     let (n, c) = (opts.requests, opts.concurrency.max(1));
     let started = Instant::now();
-    let outcomes: Vec<Outcome> = {
-        let (url, sent) = (url.clone(), sent.clone());
-        tokio::task::spawn_blocking(move || {
-            let next = AtomicUsize::new(0);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..c)
-                    .map(|_| {
-                        let (next, url, sent) = (&next, &url, &sent);
-                        scope.spawn(move || {
-                            let agent = ureq::AgentBuilder::new()
-                                .timeout(Duration::from_secs(60))
-                                .build();
-                            let mut out = Vec::new();
-                            loop {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                if i >= n {
-                                    break;
-                                }
-                                let t = Instant::now();
-                                let r = agent
-                                    .post(url)
-                                    .set("content-type", "application/json")
-                                    .send_string(&sent[i].to_string());
-                                let (status, text) = match r {
-                                    Ok(resp) => {
-                                        (resp.status(), resp.into_string().unwrap_or_default())
-                                    }
-                                    Err(ureq::Error::Status(code, resp)) => {
-                                        (code, resp.into_string().unwrap_or_default())
-                                    }
-                                    Err(_) => (0, String::new()),
-                                };
-                                out.push(Outcome {
-                                    sent: sent[i].clone(),
-                                    status,
-                                    answer: serde_json::from_str(&text).unwrap_or(Value::Null),
-                                    ms: t.elapsed().as_secs_f64() * 1000.0,
-                                });
-                            }
-                            out
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-        })
-        .await?
+    let texts: Vec<String> = sent.iter().map(Value::to_string).collect();
+    let replies = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || post_all(&url, &texts, n, c)).await?
     };
+    let outcomes: Vec<Outcome> = replies
+        .into_iter()
+        .map(|r| Outcome {
+            sent: sent[r.index].clone(),
+            status: r.status,
+            answer: serde_json::from_str(&r.body).unwrap_or(Value::Null),
+            ms: r.ms,
+        })
+        .collect();
     let secs = started.elapsed().as_secs_f64();
     let _ = kill_stop.send(());
     let killed = killer.await.unwrap_or(0);

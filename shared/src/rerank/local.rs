@@ -1,7 +1,7 @@
 //! The local reranker: a deterministic stand-in for a managed cross-encoder
 //! (Cohere Rerank, Amazon Rerank) that scores the pool from what the
 //! database already holds, with no model call, so the rerank stage does real
-//! work on a laptop in well under a millisecond. The AWS path reranks with
+//! work on a laptop in a few milliseconds. The AWS path reranks with
 //! Bedrock.
 //!
 //! Three signals per candidate:
@@ -50,7 +50,7 @@
 //! eligibility predicate enforces them) or of filters (the pool is already
 //! eligible).
 
-use super::{Candidate, Pool, RerankError, Reranker, DESCRIPTION, FIELDS};
+use super::{Candidate, Pool, Reads, RerankError, Reranker, DESCRIPTION, FIELDS};
 use async_trait::async_trait;
 use std::collections::HashSet;
 
@@ -325,6 +325,10 @@ fn scaled(values: &[f64]) -> Vec<f64> {
 impl Reranker for LocalReranker {
     fn model_id(&self) -> &str {
         "local/bm25f+fused+identity"
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Catalog
     }
 
     async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {

@@ -29,8 +29,25 @@ pub trait Reranker: Send + Sync {
     /// Stable identifier stored in receipts.
     fn model_id(&self) -> &str;
 
+    /// What the reranker reads of each candidate; the rerank stage fetches
+    /// and builds only that. Default: the text.
+    fn reads(&self) -> Reads {
+        Reads::Text
+    }
+
     /// Scores the pool's candidates against its query; higher is better.
     async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError>;
+}
+
+/// What a reranker reads of the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// [`Candidate::text`] (a managed cross-encoder).
+    Text,
+    /// The catalog's own data: [`Candidate::lexemes`] with the query's
+    /// lexeme statistics, and the identifiers ([`Candidate::text`] is left
+    /// empty).
+    Catalog,
 }
 
 /// The fields of a product's lexical document: the weight classes of
@@ -53,14 +70,15 @@ pub type FieldCounts = [u32; FIELDS];
 #[derive(Debug, Clone, Default)]
 pub struct Candidate {
     /// What a managed cross-encoder reads: `title. brand model sku.
-    /// category. attributes. description`.
+    /// category. attributes. description` (empty for [`Reads::Catalog`]).
     pub text: String,
     /// The words a misspelt identifier is matched against: title, brand,
     /// model, SKU.
     pub identity_text: String,
     /// The product's whole identifiers: model, SKU, brand and model.
     pub identifiers: Vec<String>,
-    /// Every lexeme of the lexical document with its counts per field.
+    /// Every lexeme of the lexical document with its counts per field
+    /// (empty for [`Reads::Text`]).
     pub lexemes: std::collections::HashMap<String, FieldCounts>,
 }
 

@@ -163,15 +163,19 @@ struct ProductRow {
     attributes: Map<String, Value>,
     source_uri: String,
     revision: i32,
-    /// The projection's lexical document (`tsvector` as text), when reranking.
+    /// The projection's lexical document (`tsvector` as text), when the
+    /// reranker scores from the catalog.
     document: Option<String>,
 }
 
 impl ProductRow {
-    /// The pool member as the reranker sees it.
-    fn rerank_candidate(&self) -> rerank::Candidate {
+    /// The pool member as a reranker that reads `reads` sees it.
+    fn rerank_candidate(&self, reads: rerank::Reads) -> rerank::Candidate {
         rerank::Candidate {
-            text: self.rerank_text(),
+            text: match reads {
+                rerank::Reads::Text => self.rerank_text(),
+                rerank::Reads::Catalog => String::new(),
+            },
             identity_text: format!("{} {} {} {}", self.title, self.brand, self.model, self.sku),
             identifiers: vec![
                 self.model.clone(),
@@ -315,6 +319,7 @@ async fn embed_query(ctx: &Ctx, query: &str) -> Result<pgvector::Vector, String>
 /// `search.catalog_stats`), and every candidate's fields.
 fn rerank_pool<'a>(
     query: &'a str,
+    reads: rerank::Reads,
     lexeme_rows: &[tokio_postgres::Row],
     members: &[Member],
     products: &BTreeMap<String, ProductRow>,
@@ -335,7 +340,7 @@ fn rerank_pool<'a>(
         catalog,
         candidates: members
             .iter()
-            .map(|m| products[&m.product_id].rerank_candidate())
+            .map(|m| products[&m.product_id].rerank_candidate(reads))
             .collect(),
     }
 }
@@ -386,6 +391,9 @@ pub async fn search_variant(
     let mut conn = ctx.conn().await?;
     let client: &mut tokio_postgres::Client = &mut conn;
     let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
+    // Negated terms are enforced by the eligibility predicate; the
+    // similarity-based stages (arms, rerank) see only what the caller wants.
+    let positive = req.normalized_query.as_deref().map(without_negations);
     let mut arm_results: BTreeMap<&'static str, ArmResult> = BTreeMap::new();
 
     // 2–5: strategy, arms, fusion.
@@ -410,10 +418,8 @@ pub async fn search_variant(
             (Strategy::MetadataOnly, members)
         }
         Some(q) => {
-            // Negated terms are enforced by the eligibility predicate; the
-            // similarity-based stages see only what the caller wants.
-            let positive = without_negations(q);
-            let out = lanes::run_arms(ctx, client, variant, &elig, q, &positive).await?;
+            let positive = positive.as_deref().unwrap_or(q);
+            let out = lanes::run_arms(ctx, client, variant, &elig, q, positive).await?;
             let lanes::ArmsOutcome {
                 exact_ids,
                 lexical,
@@ -488,22 +494,25 @@ pub async fn search_variant(
         }
     };
 
-    // Catalog fields for the pool, and what the reranker reads.
+    // Catalog fields for the pool, and what the reranker reads of the
+    // catalog when it scores from it (the local one).
     let t = Instant::now();
-    let reranking = req.normalized_query.is_some()
+    let reads_catalog = req.normalized_query.is_some()
         && req.rerank
         && variant.rerank
-        && ctx.reranker.is_some()
-        && !members.is_empty();
+        && !members.is_empty()
+        && ctx
+            .reranker
+            .as_ref()
+            .is_some_and(|r| r.reads() == rerank::Reads::Catalog);
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
     let tx = crate::db::bounded_transaction(client, profile.statement_timeout_ms, true).await?;
     let rows = tx
-        .query(include_str!("sql/hydrate.sql"), &[&ids, &reranking])
+        .query(include_str!("sql/hydrate.sql"), &[&ids, &reads_catalog])
         .await?;
     // The rerank stage's catalog statistics for the query's lexemes, read in
     // the same transaction: the reranker itself touches no connection.
-    let positive = req.normalized_query.as_deref().map(without_negations);
-    let lexeme_rows = match (&positive, reranking) {
+    let lexeme_rows = match (&positive, reads_catalog) {
         (Some(p), true) => {
             tx.query(include_str!("sql/query_lexemes.sql"), &[p])
                 .await?
@@ -563,8 +572,14 @@ pub async fn search_variant(
         (Some(q), Some(reranker)) => {
             let sent = members.len().min(profile.rerank_candidates);
             let deadline = Duration::from_millis(profile.rerank_deadline_ms);
-            let positive = without_negations(q);
-            let pool = rerank_pool(&positive, &lexeme_rows, &members[..sent], &products);
+            let query = positive.as_deref().unwrap_or(q);
+            let pool = rerank_pool(
+                query,
+                reranker.reads(),
+                &lexeme_rows,
+                &members[..sent],
+                &products,
+            );
             match tokio::time::timeout(deadline, reranker.rerank(&pool)).await {
                 Ok(Ok(scored)) => {
                     let pinned: Vec<usize> = (0..members.len())

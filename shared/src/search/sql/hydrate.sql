@@ -1,7 +1,7 @@
 -- The pool's catalog fields, in one read; with $2 (the pool will be
--- reranked) also the projection's lexical document, which the local
--- reranker scores.
--- $1 product ids, $2 reranking
+-- reranked by a reranker that scores from the catalog, the local one) also
+-- the projection's lexical document.
+-- $1 product ids, $2 reads_catalog
 SELECT p.product_id, p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.description,
        p.price_cents, p.currency, p.rating, p.availability, p.attributes, p.source_uri, p.revision,
        CASE WHEN $2 THEN pp.document::text END AS document
