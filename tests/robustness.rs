@@ -11,9 +11,8 @@
 //!   scoped call on a purged event gets the generic 404.
 
 use mosaic::context::Principal;
-use mosaic::http::{self, HttpRequest};
 use mosaic::{Ctx, RetrievalProfile};
-use mosaic_integration_tests::{ctx, TestDb};
+use mosaic_integration_tests::{ctx, http_call, TestDb};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio_postgres::Client;
@@ -23,20 +22,7 @@ fn alice() -> Principal {
 }
 
 async fn call(ctx: &Ctx, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
-    let resp = http::handle(
-        ctx,
-        &alice(),
-        HttpRequest {
-            method,
-            path,
-            query: "",
-            body,
-            request_id: "test",
-        },
-    )
-    .await;
-    let body = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
-    (resp.status, body)
+    http_call(ctx, &alice(), method, path, body).await
 }
 
 async fn post(ctx: &Ctx, path: &str, body: &Value) -> (u16, Value) {

@@ -103,8 +103,8 @@ fn with_db(url: &str, name: &str) -> Result<String> {
 pub async fn run(args: BenchArgs) -> Result<()> {
     let profile = RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
     let embedder = crate::embedder::EmbedderArgs {
-        kind: args.embedder.clone(),
-        embedding_dim: DIM,
+        kind: Some(args.embedder.clone()),
+        embedding_dim: Some(DIM),
     }
     .build()?;
     let mut out = Vec::new();

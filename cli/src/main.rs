@@ -50,25 +50,17 @@ struct RuntimeArgs {
 }
 
 impl RuntimeArgs {
+    /// The service context of the `mosaic` commands: the runtime-role
+    /// connection, and the embedder and reranker the settings name.
     fn ctx(&self, embedder: &embedder::EmbedderArgs, connections: usize) -> Result<mosaic::Ctx> {
-        let profile = mosaic::RetrievalProfile::from_env().map_err(anyhow::Error::msg)?;
-        let ctx =
-            mosaic::Ctx::from_url(&self.url, connections, profile).map_err(anyhow::Error::msg)?;
-        let embedder = embedder.build()?;
-        // MOSAIC_RERANKER: `local` (default), `none` or `bedrock:<model>`.
-        let ctx = match std::env::var("MOSAIC_RERANKER").as_deref() {
-            Ok("none") => ctx,
-            Ok("local") | Err(_) => ctx.with_reranker(std::sync::Arc::new(
-                mosaic::rerank::local::LocalReranker::new(),
-            )),
-            Ok(other) if other.starts_with("bedrock:") => {
-                ctx.with_reranker(std::sync::Arc::new(embedder::bedrock_reranker()?))
-            }
-            Ok(other) => {
-                anyhow::bail!("MOSAIC_RERANKER={other:?}: use `local`, `none` or `bedrock:<model>`")
-            }
-        };
-        Ok(ctx.with_embedder(embedder))
+        let settings = mosaic::config::Settings::from_lookup(|k| match k {
+            "MOSAIC_DATABASE_URL" => Some(self.url.clone()),
+            k if k.starts_with("MOSAIC_DB_") => None,
+            k => embedder.lookup(k),
+        })
+        .map_err(anyhow::Error::msg)?;
+        embedder::block_on(mosaic::config::build_context(&settings, connections))
+            .map_err(anyhow::Error::msg)
     }
 }
 

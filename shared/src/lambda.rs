@@ -83,17 +83,11 @@
 //!
 //! # Configuration
 //!
+//! The settings and their defaults are [`crate::config`]'s; the functions
+//! add one variable:
+//!
 //! | Variable | Meaning |
 //! |---|---|
-//! | `MOSAIC_DATABASE_URL` | Connection string: local use and tests (plain TCP, or verified TLS with `sslmode=require`). |
-//! | `MOSAIC_DB_HOST`, `MOSAIC_DB_PORT`, `MOSAIC_DB_NAME`, `MOSAIC_DB_USER`, `MOSAIC_DB_SECRET_ARN`, `MOSAIC_DB_IAM_AUTH`, `MOSAIC_DB_SSLMODE`, `MOSAIC_DB_CA_FILE` | The RDS Proxy connection in AWS (feature `aws`; see [`crate::aws::rds`]). |
-//! | `MOSAIC_EMBEDDER` | `bedrock:<model>[:<dim>]` (feature `aws`), `hashing[:<dim>]` (tests; default dim 384), `none` or unset (no semantic arm). |
-//! | `MOSAIC_RERANKER` | `bedrock:<model>` (feature `aws`), `local` (the local reranker over the embedder), `none` or unset. |
-//! | `MOSAIC_BEDROCK_MAX_RETRIES`, `MOSAIC_SECRET_DEADLINE_MS` | Retries and the secret's deadline (see [`crate::aws`]). |
-//! | `MOSAIC_ALLOW_ANONYMOUS` | `true`/`false` (default `false`). |
-//! | `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN` | The Secrets Manager secret holding the AgentCore principal-proof key (feature `aws`). |
-//! | `MOSAIC_PRINCIPAL_PROOF_KEY` | The proof key itself (local runs and tests; at least 32 bytes). Without either, every AgentCore principal is refused. |
-//! | `MOSAIC_*` profile variables | The [`RetrievalProfile`] overrides (`MOSAIC_EMBED_DEADLINE_MS`, `MOSAIC_RERANK_DEADLINE_MS`, ...). |
 //! | `RUST_LOG` | Log filter (default `info`); logs are JSON lines on stdout. |
 //!
 //! The four function binaries are built with the `aws` feature, so one
@@ -104,12 +98,13 @@
 //! Logs carry the request id, operation, event kind, status and duration of
 //! every invocation; never arguments or query text.
 
+pub use crate::config::{
+    build_context, EmbedderSetting, ProofKeySetting, RerankerSetting, Settings,
+};
 use crate::context::{Ctx, Principal};
-use crate::embed::{Embedder, HashingEmbedder};
 use crate::error::{Code, Error};
 use crate::http::{self as router, HttpRequest, HttpResponse};
 use crate::principal::{self, proof};
-use crate::profile::RetrievalProfile;
 use crate::scope;
 use crate::search::{search_json, Shape};
 use base64::Engine as _;
@@ -118,7 +113,6 @@ use lambda_runtime_api_client::body::Body;
 use lambda_runtime_api_client::{build_request, PooledClient};
 use serde_json::{json, Map, Value};
 use std::future::Future;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The error type of [`run`] (`lambda_runtime::Error`, a boxed error).
@@ -196,306 +190,6 @@ const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
 /// The least budget an invocation gets, however close its deadline.
 const MIN_BUDGET: Duration = Duration::from_millis(100);
 
-/// Which embedder the container uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EmbedderSetting {
-    /// No embedder: the semantic arm is skipped with a warning.
-    None,
-    /// The deterministic hashing embedder (tests), with its dimension.
-    Hashing(usize),
-    /// A Bedrock model (`bedrock:...`), provided by the `aws` feature.
-    Bedrock(String),
-}
-
-/// Which reranker the container uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RerankerSetting {
-    None,
-    /// The local reranker over the container's embedder.
-    Local,
-    /// A Bedrock model (`bedrock:...`), provided by the `aws` feature.
-    Bedrock(String),
-}
-
-/// Where the key of the AgentCore principal proof ([`proof`]) comes from.
-#[derive(Debug, Clone)]
-pub enum ProofKeySetting {
-    /// No key: every AgentCore principal is refused.
-    None,
-    /// `MOSAIC_PRINCIPAL_PROOF_KEY`: the key itself (local runs, tests).
-    Inline(proof::Key),
-    /// `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN`: a Secrets Manager secret whose
-    /// string is the key (feature `aws`), fetched once at init.
-    Secret(String),
-}
-
-impl ProofKeySetting {
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let set = |k: &str| crate::profile::setting(&get, k);
-        match (
-            set("MOSAIC_PRINCIPAL_PROOF_KEY"),
-            set("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN"),
-        ) {
-            (Some(_), Some(_)) => Err(
-                "both MOSAIC_PRINCIPAL_PROOF_KEY and MOSAIC_PRINCIPAL_PROOF_SECRET_ARN are set; \
-                 configure one"
-                    .into(),
-            ),
-            (Some(k), None) => proof::Key::new(&k)
-                .map(ProofKeySetting::Inline)
-                .map_err(|e| format!("MOSAIC_PRINCIPAL_PROOF_KEY: {e}")),
-            (None, Some(arn)) => Ok(ProofKeySetting::Secret(arn)),
-            (None, None) => Ok(ProofKeySetting::None),
-        }
-    }
-
-    /// The key, fetching the secret when configured so.
-    pub async fn load(&self) -> Result<Option<proof::Key>, String> {
-        match self {
-            ProofKeySetting::None => Ok(None),
-            ProofKeySetting::Inline(k) => Ok(Some(k.clone())),
-            #[cfg(feature = "aws")]
-            ProofKeySetting::Secret(arn) => {
-                let sdk = crate::aws::load_sdk_config().await;
-                let client = crate::aws::secrets::client(&sdk);
-                let call = client.get_secret_value().secret_id(arn).send();
-                let out = tokio::time::timeout(Duration::from_secs(5), call)
-                    .await
-                    .map_err(|_| "the principal proof key secret: timed out".to_string())?
-                    .map_err(|e| {
-                        format!(
-                            "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: cannot read the secret ({}); the \
-                             function's role needs secretsmanager:GetSecretValue on it",
-                            aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
-                        )
-                    })?;
-                let text = out.secret_string.ok_or(
-                    "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: the secret holds no string".to_string(),
-                )?;
-                proof::Key::new(&text)
-                    .map(Some)
-                    .map_err(|e| format!("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: {e}"))
-            }
-            #[cfg(not(feature = "aws"))]
-            ProofKeySetting::Secret(_) => Err(
-                "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN needs the `aws` feature; use \
-                 MOSAIC_PRINCIPAL_PROOF_KEY"
-                    .into(),
-            ),
-        }
-    }
-}
-
-/// Everything a container reads from its environment, once, at init.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// `MOSAIC_DATABASE_URL`: a plain-TCP connection string.
-    pub database_url: Option<String>,
-    pub embedder: EmbedderSetting,
-    pub reranker: RerankerSetting,
-    /// `MOSAIC_ALLOW_ANONYMOUS`: calls without a principal run as the
-    /// anonymous principal instead of being refused.
-    pub allow_anonymous: bool,
-    /// Where the AgentCore principal-proof key comes from.
-    pub proof_key: ProofKeySetting,
-    pub profile: RetrievalProfile,
-    /// The Bedrock models, call policies and database secret (feature `aws`).
-    #[cfg(feature = "aws")]
-    pub aws: crate::aws::AwsSettings,
-    /// The RDS Proxy connection (`MOSAIC_DB_HOST`, ...; feature `aws`).
-    #[cfg(feature = "aws")]
-    pub rds: Option<crate::aws::rds::RdsSettings>,
-}
-
-impl Settings {
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// As [`from_env`](Self::from_env) with an explicit variable lookup.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let set = |k: &str| crate::profile::setting(&get, k);
-        let embedder = match set("MOSAIC_EMBEDDER").as_deref() {
-            None | Some("none") => EmbedderSetting::None,
-            Some("hashing") => EmbedderSetting::Hashing(384),
-            Some(s) if s.starts_with("hashing:") => {
-                let dim = s["hashing:".len()..]
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|d| (1..=16_000).contains(d))
-                    .ok_or_else(|| {
-                        format!("MOSAIC_EMBEDDER={s:?}: the dimension must be 1..16000")
-                    })?;
-                EmbedderSetting::Hashing(dim)
-            }
-            Some(s) if s.starts_with("bedrock:") => EmbedderSetting::Bedrock(s.to_string()),
-            Some(s) => {
-                return Err(format!(
-                    "MOSAIC_EMBEDDER={s:?}: use `hashing[:<dim>]`, `none` or `bedrock:<model>` \
-                     (the local model is not built into the functions)"
-                ))
-            }
-        };
-        let reranker = match set("MOSAIC_RERANKER").as_deref() {
-            None | Some("none") => RerankerSetting::None,
-            Some("local") => RerankerSetting::Local,
-            Some(s) if s.starts_with("bedrock:") => RerankerSetting::Bedrock(s.to_string()),
-            Some(s) => {
-                return Err(format!(
-                    "MOSAIC_RERANKER={s:?}: use `none`, `local` or `bedrock:<model>`"
-                ))
-            }
-        };
-        let allow_anonymous = crate::profile::flag(
-            "MOSAIC_ALLOW_ANONYMOUS",
-            set("MOSAIC_ALLOW_ANONYMOUS").as_deref(),
-        )?;
-        let proof_key = ProofKeySetting::from_lookup(&get)?;
-        let profile = RetrievalProfile::from_lookup(&get)?;
-        let database_url = set("MOSAIC_DATABASE_URL");
-        #[cfg(feature = "aws")]
-        let (aws, rds) = {
-            let aws = crate::aws::AwsSettings::from_lookup(&profile, &get)?;
-            let rds = crate::aws::rds::RdsSettings::from_lookup(&get)?;
-            if database_url.is_some() && rds.is_some() {
-                return Err(
-                    "both MOSAIC_DATABASE_URL and MOSAIC_DB_HOST/MOSAIC_DB_SECRET_ARN/\
-                            MOSAIC_DB_IAM_AUTH are set; configure one database"
-                        .into(),
-                );
-            }
-            (aws, rds)
-        };
-        Ok(Settings {
-            database_url,
-            embedder,
-            reranker,
-            allow_anonymous,
-            proof_key,
-            profile,
-            #[cfg(feature = "aws")]
-            aws,
-            #[cfg(feature = "aws")]
-            rds,
-        })
-    }
-}
-
-/// Builds the container's context: one pooled connection, the embedder and
-/// the reranker.
-///
-/// The database is `MOSAIC_DATABASE_URL` (plain TCP, or verified TLS with
-/// `sslmode=require`) or, with the `aws` feature, the RDS Proxy connection of
-/// [`crate::aws::rds`] (`MOSAIC_DB_HOST`, ...). Bedrock models need the `aws`
-/// feature; a binary without it fails the start-up naming what is missing
-/// rather than serving without them. A Bedrock embedder's dimension is
-/// checked against the database column here: a mismatch fails the start-up;
-/// an unreachable database only postpones the check to the operator (a
-/// warning), because outages must degrade per request, not per container.
-pub async fn build_context(settings: &Settings) -> Result<Ctx, String> {
-    #[cfg(feature = "aws")]
-    let aws = {
-        let wanted = settings.rds.is_some()
-            || matches!(settings.embedder, EmbedderSetting::Bedrock(_))
-            || matches!(settings.reranker, RerankerSetting::Bedrock(_));
-        match wanted {
-            true => Some(crate::aws::AwsComponents::load(settings.aws.clone()).await),
-            false => None,
-        }
-    };
-
-    let ctx = match &settings.database_url {
-        Some(url) => Ctx::from_url(url, 1, settings.profile.clone())?,
-        None => {
-            #[cfg(feature = "aws")]
-            match (&settings.rds, &aws) {
-                (Some(db), Some(aws)) => {
-                    Ctx::with_manager(aws.database(db).await?, 1, settings.profile.clone())?
-                }
-                _ => return Err(NO_DATABASE.to_string()),
-            }
-            #[cfg(not(feature = "aws"))]
-            return Err(NO_DATABASE.to_string());
-        }
-    };
-
-    let embedder: Option<Arc<dyn Embedder>> = match &settings.embedder {
-        EmbedderSetting::None => None,
-        EmbedderSetting::Hashing(dim) => Some(Arc::new(HashingEmbedder::new(*dim))),
-        EmbedderSetting::Bedrock(s) => {
-            #[cfg(feature = "aws")]
-            {
-                let e = aws
-                    .as_ref()
-                    .and_then(|a| a.embedder())
-                    .ok_or_else(|| format!("MOSAIC_EMBEDDER={s:?}: not a Bedrock model"))?;
-                check_embedding_dimension(&ctx, e.model()).await?;
-                Some(Arc::new(e))
-            }
-            #[cfg(not(feature = "aws"))]
-            return Err(format!(
-                "MOSAIC_EMBEDDER={s:?}: Bedrock embedders are not built into this binary \
-                 (feature `aws`)"
-            ));
-        }
-    };
-    let ctx = match &settings.reranker {
-        RerankerSetting::None => ctx,
-        RerankerSetting::Local => {
-            ctx.with_reranker(Arc::new(crate::rerank::local::LocalReranker::new()))
-        }
-        RerankerSetting::Bedrock(s) => {
-            #[cfg(feature = "aws")]
-            {
-                let r = aws
-                    .as_ref()
-                    .and_then(|a| a.reranker())
-                    .ok_or_else(|| format!("MOSAIC_RERANKER={s:?}: not a Bedrock model"))?;
-                ctx.with_reranker(Arc::new(r))
-            }
-            #[cfg(not(feature = "aws"))]
-            return Err(format!(
-                "MOSAIC_RERANKER={s:?}: Bedrock rerankers are not built into this binary \
-                 (feature `aws`)"
-            ));
-        }
-    };
-    Ok(match embedder {
-        Some(e) => ctx.with_embedder(e),
-        None => ctx,
-    })
-}
-
-const NO_DATABASE: &str = "no database configured: set MOSAIC_DATABASE_URL, or MOSAIC_DB_HOST \
-     with MOSAIC_DB_SECRET_ARN or MOSAIC_DB_IAM_AUTH=true (binaries built with the `aws` feature)";
-
-/// Start-up check of a Bedrock embedder against the database column.
-#[cfg(feature = "aws")]
-async fn check_embedding_dimension(
-    ctx: &Ctx,
-    model: &crate::aws::EmbeddingModel,
-) -> Result<(), String> {
-    let conn = match ctx.pool.get().await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
-            return Ok(());
-        }
-    };
-    match crate::db::embedding_dimension(&conn).await {
-        Ok(Some(dim)) => crate::aws::bedrock::check_dimension(model, dim),
-        Ok(None) => Err(
-            "the database has no search.product_projection.embedding column; \
-                         run `mosaic migrate` first"
-                .into(),
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
-            Ok(())
-        }
-    }
-}
-
 // ------------------------------------------------------------------ the loop
 
 /// Serves `op` until the Runtime API goes away. Reads the environment and
@@ -505,7 +199,7 @@ pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
     serve(op.name(), async move {
         let settings = Settings::from_env()?;
         let proof_key = settings.proof_key.load().await?;
-        let ctx = build_context(&settings).await?;
+        let ctx = build_context(&settings, 1).await?;
         let handler = Handler {
             op,
             ctx,
@@ -1205,18 +899,6 @@ pub fn api_gateway_result(resp: &HttpResponse) -> Value {
 mod tests {
     use super::*;
 
-    fn settings(vars: &[(&str, &str)]) -> Result<Settings, String> {
-        let vars: Vec<(String, String)> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Settings::from_lookup(move |k| {
-            vars.iter()
-                .find(|(name, _)| name == k)
-                .map(|(_, v)| v.clone())
-        })
-    }
-
     #[test]
     fn operations_are_the_contract_operations() {
         for op in Operation::ALL {
@@ -1336,54 +1018,6 @@ mod tests {
         assert_eq!(error_type, "not_found");
         let body: Value = serde_json::from_str(&error_message).unwrap();
         assert_eq!(body, Error::NotFound.body());
-    }
-
-    #[test]
-    fn settings_from_the_environment() {
-        let s = settings(&[]).unwrap();
-        assert_eq!(s.embedder, EmbedderSetting::None);
-        assert_eq!(s.reranker, RerankerSetting::None);
-        assert!(!s.allow_anonymous);
-        assert!(matches!(s.proof_key, ProofKeySetting::None));
-        assert_eq!(s.database_url, None);
-        let s = settings(&[
-            ("MOSAIC_EMBEDDER", "hashing"),
-            ("MOSAIC_RERANKER", "local"),
-            ("MOSAIC_ALLOW_ANONYMOUS", "TRUE"),
-            (
-                "MOSAIC_PRINCIPAL_PROOF_KEY",
-                "0123456789abcdef0123456789abcdef",
-            ),
-            ("MOSAIC_DATABASE_URL", "postgres://u@h/db"),
-        ])
-        .unwrap();
-        assert_eq!(s.embedder, EmbedderSetting::Hashing(384));
-        assert_eq!(s.reranker, RerankerSetting::Local);
-        assert!(s.allow_anonymous);
-        assert!(matches!(s.proof_key, ProofKeySetting::Inline(_)));
-        assert_eq!(s.database_url.as_deref(), Some("postgres://u@h/db"));
-        assert_eq!(
-            settings(&[("MOSAIC_EMBEDDER", "hashing:1024")])
-                .unwrap()
-                .embedder,
-            EmbedderSetting::Hashing(1024)
-        );
-        assert!(matches!(
-            settings(&[("MOSAIC_EMBEDDER", "bedrock:titan-v2")])
-                .unwrap()
-                .embedder,
-            EmbedderSetting::Bedrock(_)
-        ));
-        for (k, v) in [
-            ("MOSAIC_EMBEDDER", "local"),
-            ("MOSAIC_EMBEDDER", "hashing:0"),
-            ("MOSAIC_RERANKER", "cohere"),
-            ("MOSAIC_ALLOW_ANONYMOUS", "yes"),
-            ("MOSAIC_LEXICAL_LIMIT", "x"),
-            ("MOSAIC_PRINCIPAL_PROOF_KEY", "too short"),
-        ] {
-            assert!(settings(&[(k, v)]).is_err(), "{k}={v}");
-        }
     }
 
     #[test]

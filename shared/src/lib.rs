@@ -8,6 +8,7 @@
 pub mod aws;
 pub mod bench;
 pub mod catalog;
+pub mod config;
 pub mod context;
 pub mod contract;
 pub mod db;

@@ -49,10 +49,50 @@ fn runtime_server() -> String {
         .unwrap_or_else(|_| "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:54329".into())
 }
 
+/// Connects, waiting out a server that is starting, recovering or out of
+/// connection slots (up to 30 s); any other failure panics with the server's
+/// own message and the end of the local server's log.
 pub async fn connect(url: &str) -> Client {
-    db::connect_plain(url).await.unwrap_or_else(|e| {
-        panic!("cannot connect to the test database server ({e}); start it with `make db` or `scripts/db.sh ensure`")
-    })
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let e = match db::connect_plain(url).await {
+            Ok(c) => return c,
+            Err(e) => e,
+        };
+        let code = e.as_db_error().map(|d| d.code().clone());
+        let transient = matches!(
+            code,
+            Some(tokio_postgres::error::SqlState::CANNOT_CONNECT_NOW)
+                | Some(tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS)
+        );
+        if transient && std::time::Instant::now() < deadline {
+            eprintln!("test database server not ready ({e:?}); retrying");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            continue;
+        }
+        let detail = e
+            .as_db_error()
+            .map(|d| format!("{}: {}", d.code().code(), d.message()))
+            .unwrap_or_else(|| format!("{e:?}"));
+        panic!(
+            "cannot connect to the test database server ({e}: {detail}); start it with `make db` \
+             or `scripts/db.sh ensure`\n--- end of the server log ---\n{}",
+            server_log_tail()
+        )
+    }
+}
+
+/// The last lines of the project's local server log, when there is one.
+fn server_log_tail() -> String {
+    let log =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.mosaic/pg/log/postgres.log");
+    match std::fs::read_to_string(&log) {
+        Ok(text) => {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        }
+        Err(e) => format!("({}: {e})", log.display()),
+    }
 }
 
 fn template_name() -> String {
@@ -313,4 +353,29 @@ pub async fn texts<C: tokio_postgres::GenericClient>(
         .iter()
         .map(|r| r.get(0))
         .collect()
+}
+
+/// One request through the shared HTTP router, as `principal`: the status
+/// and the parsed body (`Null` when the body is not JSON).
+pub async fn http_call(
+    ctx: &mosaic::Ctx,
+    principal: &mosaic::Principal,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, serde_json::Value) {
+    let resp = mosaic::http::handle(
+        ctx,
+        principal,
+        mosaic::http::HttpRequest {
+            method,
+            path,
+            query: "",
+            body,
+            request_id: "test",
+        },
+    )
+    .await;
+    let body = serde_json::from_slice(&resp.body).unwrap_or(serde_json::Value::Null);
+    (resp.status, body)
 }

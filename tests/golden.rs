@@ -1,0 +1,193 @@
+//! The JSON of every operation, pinned: each response is compared with the
+//! recorded file under `tests/fixtures/golden/`, after the values that differ
+//! between runs by design (event ids, timestamps, timings) are replaced by
+//! placeholders. Ids keep their identity: the same id is the same
+//! placeholder wherever it appears.
+//!
+//! A deliberate change of a response is recorded with
+//! `MOSAIC_GOLDEN=record cargo test -p mosaic-integration-tests --test golden`
+//! and reviewed in the diff of the fixture files.
+
+use mosaic::search::{search_json, Shape};
+use mosaic::{Principal, RetrievalProfile};
+use mosaic_integration_tests::{ctx, http_call, TestDb};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn caller() -> Principal {
+    Principal("local:golden".into())
+}
+
+/// Replaces what differs between runs; ids become `<id:N>` in order of
+/// first appearance.
+struct Normaliser {
+    ids: HashMap<String, String>,
+}
+
+impl Normaliser {
+    fn value(&mut self, v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), self.field(k, v)))
+                    .collect::<Map<_, _>>(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
+            Value::String(s) if uuid::Uuid::parse_str(s).is_ok() => {
+                let n = self.ids.len();
+                let id = self.ids.entry(s.clone()).or_insert(format!("<id:{n}>"));
+                Value::String(id.clone())
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn field(&mut self, key: &str, v: &Value) -> Value {
+        match (key, v) {
+            ("timings_ms", Value::Object(m)) => Value::Object(
+                m.keys()
+                    .map(|k| (k.clone(), json!("<ms>")))
+                    .collect::<Map<_, _>>(),
+            ),
+            ("ms", Value::Number(_)) => json!("<ms>"),
+            (k, Value::String(_)) if k.ends_with("_at") => json!("<time>"),
+            _ => self.value(v),
+        }
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden")
+        .join(format!("{name}.json"))
+}
+
+/// Compares (or, with `MOSAIC_GOLDEN=record`, records) every response.
+fn check(responses: &[(&str, u16, Value)]) {
+    let mut norm = Normaliser {
+        ids: HashMap::new(),
+    };
+    let record = std::env::var("MOSAIC_GOLDEN").as_deref() == Ok("record");
+    let mut differ = Vec::new();
+    for (name, status, body) in responses {
+        let got = json!({ "status": status, "body": norm.value(body) });
+        let text = serde_json::to_string_pretty(&got).unwrap() + "\n";
+        let path = fixture(name);
+        if record {
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (record with MOSAIC_GOLDEN=record)", path.display())
+        });
+        if want != text {
+            let out = path.with_extension("actual.json");
+            std::fs::write(&out, &text).unwrap();
+            differ.push(format!("{} (got: {})", path.display(), out.display()));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "responses changed:\n{}",
+        differ.join("\n")
+    );
+}
+
+fn product_ids(body: &Value) -> Vec<String> {
+    body["results"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| r["product_id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn every_operations_json_is_unchanged() {
+    let db = TestDb::with_sample("golden").await;
+    let c = ctx(&db, RetrievalProfile::default())
+        .with_reranker(Arc::new(mosaic::rerank::local::LocalReranker::new()));
+    let who = caller();
+    let post = |path: &'static str, body: Value| {
+        let c = &c;
+        let who = &who;
+        async move { http_call(c, who, "POST", path, body.to_string().as_bytes()).await }
+    };
+
+    let mut out: Vec<(&str, u16, Value)> = Vec::new();
+    let searches = [
+        (
+            "search_descriptive",
+            json!({"query": "wireless noise cancelling headphones", "limit": 5}),
+        ),
+        ("search_sku", json!({"query": "PX-EB000000", "limit": 3})),
+        (
+            "search_typo",
+            json!({"query": "voltrx headphnes", "limit": 3, "authorized_limit": 2}),
+        ),
+        (
+            "search_filtered_negated",
+            json!({"query": "running shoes -trail", "limit": 4,
+                   "filters": {"max_price_cents": 20000, "min_rating": 3.5}}),
+        ),
+        (
+            "search_filters_only",
+            json!({"filters": {"brand": "Aurel"}, "limit": 3}),
+        ),
+    ];
+    for (name, body) in searches {
+        let (status, resp) = post("/api/search", body).await;
+        out.push((name, status, resp));
+    }
+    let (status, bad) = post(
+        "/api/search",
+        json!({"query": "headphones", "limit": "many"}),
+    )
+    .await;
+    out.push(("search_bad_input", status, bad));
+
+    let flat = search_json(
+        &c,
+        &who,
+        &json!({"query": "bluetooth speaker", "limit": 3, "max_price_cents": 30000}),
+        Shape::Flat,
+    )
+    .await
+    .expect("flat search");
+    out.push(("search_flat", 200, flat));
+
+    let first = &out[0].2;
+    let scope = first["search_event_id"]
+        .as_str()
+        .expect("event id")
+        .to_string();
+    let ids = product_ids(first);
+    assert!(
+        ids.len() >= 2,
+        "the descriptive search serves at least two products"
+    );
+
+    let path = format!("/api/products/{}/evidence", ids[0]);
+    let body = json!({"retrieval_scope_id": scope, "evidence_query": "battery life"});
+    let (status, resp) = http_call(&c, &who, "POST", &path, body.to_string().as_bytes()).await;
+    out.push(("evidence", status, resp));
+
+    let path = format!("/api/retrieval/events/{scope}/compare");
+    let body = json!({"product_ids": [ids[0], ids[1]]});
+    let (status, resp) = http_call(&c, &who, "POST", &path, body.to_string().as_bytes()).await;
+    out.push(("compare", status, resp));
+
+    let path = format!("/api/retrieval/events/{scope}");
+    let (status, resp) = http_call(&c, &who, "GET", &path, b"").await;
+    out.push(("explain", status, resp));
+
+    let stranger = Principal("local:stranger".into());
+    let (status, resp) = http_call(&c, &stranger, "GET", &path, b"").await;
+    out.push(("explain_other_principal", status, resp));
+
+    check(&out);
+}
