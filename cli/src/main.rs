@@ -19,6 +19,7 @@ use clap::{Args, Parser, Subcommand};
 use mosaic::catalog::generator::{Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
 use mosaic::catalog::{import, load};
 use mosaic::db;
+use mosaic::operation::Operation;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -90,6 +91,11 @@ impl TargetArgs {
 
     fn principal(&self) -> mosaic::Principal {
         mosaic::Principal(self.principal.clone())
+    }
+
+    /// Runs `op` on flat logical arguments where these flags say.
+    async fn call(&self, op: Operation, args: serde_json::Value) -> Result<serde_json::Value> {
+        scoped_cmd::call(&self.target()?, &self.principal(), op, args).await
     }
 }
 
@@ -441,19 +447,17 @@ async fn main() -> Result<()> {
             json,
             target,
         } => {
-            let mut body = serde_json::json!({
-                "limit": limit,
-                "rerank": !no_rerank,
-                "include_diagnostics": true,
-                "filters": search_cmd::parse_filters(&filters)?,
-            });
+            let mut args = search_cmd::parse_filters(&filters)?;
+            args.insert("limit".into(), limit.into());
+            args.insert("rerank".into(), (!no_rerank).into());
+            args.insert("include_diagnostics".into(), true.into());
             if let Some(q) = query {
-                body["query"] = q.into();
+                args.insert("query".into(), q.into());
             }
             if let Some(a) = authorized_limit {
-                body["authorized_limit"] = a.into();
+                args.insert("authorized_limit".into(), a.into());
             }
-            let r = scoped_cmd::search(&target.target()?, &target.principal(), body).await?;
+            let r = target.call(Operation::SearchProducts, args.into()).await?;
             print_or_json(&r, json, search_cmd::print_table)?;
         }
         Command::Evidence {
@@ -464,16 +468,9 @@ async fn main() -> Result<()> {
             json,
             target,
         } => {
-            let t = target.target()?;
-            let r = scoped_cmd::evidence(
-                &t,
-                &target.principal(),
-                &event,
-                &product_id,
-                &question,
-                limit,
-            )
-            .await?;
+            let args = serde_json::json!({"retrieval_scope_id": event, "product_id": product_id,
+                "evidence_query": question, "limit": limit});
+            let r = target.call(Operation::GetProductEvidence, args).await?;
             print_or_json(&r, json, scoped_cmd::print_evidence)?;
         }
         Command::Compare {
@@ -482,9 +479,8 @@ async fn main() -> Result<()> {
             json,
             target,
         } => {
-            let r =
-                scoped_cmd::compare(&target.target()?, &target.principal(), &event, &product_ids)
-                    .await?;
+            let args = serde_json::json!({"retrieval_scope_id": event, "product_ids": product_ids});
+            let r = target.call(Operation::CompareProducts, args).await?;
             print_or_json(&r, json, scoped_cmd::print_compare)?;
         }
         Command::Explain {
@@ -493,7 +489,8 @@ async fn main() -> Result<()> {
             json,
             target,
         } => {
-            let r = scoped_cmd::explain(&target.target()?, &target.principal(), &event).await?;
+            let args = serde_json::json!({ "retrieval_scope_id": event });
+            let r = target.call(Operation::ExplainRetrieval, args).await?;
             print_or_json(&r, json, |v| scoped_cmd::print_explain(v, rows))?;
         }
         Command::Serve {

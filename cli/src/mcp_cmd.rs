@@ -22,7 +22,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use mosaic::lambda::Operation;
+use mosaic::operation::Operation;
 use mosaic::{contract, Ctx, Error, Principal};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -184,7 +184,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let Some(op) = Operation::ALL.into_iter().find(|op| op.name() == name) else {
+        let Some(op) = Operation::from_name(&name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
                 None,

@@ -4,8 +4,9 @@
 //! the same readable table.
 
 use anyhow::{anyhow, bail, Result};
+use mosaic::operation::Operation;
 use mosaic::{Ctx, Principal};
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 /// Where an operation runs.
 pub enum Target {
@@ -13,13 +14,15 @@ pub enum Target {
     Server(String),
 }
 
+/// Sends one operation's HTTP request to a running server.
 fn http(
     base: &str,
-    method: &str,
-    path: &str,
     principal: &Principal,
-    body: Option<&Value>,
+    op: Operation,
+    args: &Map<String, Value>,
 ) -> Result<Value> {
+    let (route, body) = mosaic::contract::http_request(op.contract(), args);
+    let (method, path) = route.split_once(' ').unwrap_or(("POST", &route));
     let url = format!("{}{}", base.trim_end_matches('/'), path);
     // The server makes `local:<name>` of the header; without it the call is
     // anonymous, as `--principal anonymous` (the default) is in-process.
@@ -28,7 +31,7 @@ fn http(
         req = req.set(mosaic::principal::HEADER, principal.as_str());
     }
     let resp = match body {
-        Some(b) => req.send_json(b.clone()),
+        Some(b) => req.send_json(b),
         None => req.call(),
     };
     match resp {
@@ -45,91 +48,22 @@ fn http(
     }
 }
 
-fn local_err(e: mosaic::Error) -> anyhow::Error {
-    anyhow!(
-        "{} ({})",
-        e.body()["error"]["message"].as_str().unwrap_or(""),
-        e.code().as_str()
-    )
-}
-
-use mosaic::contract::encode_segment as enc;
-
-pub async fn search(t: &Target, p: &Principal, body: Value) -> Result<Value> {
+/// Runs `op` on flat logical arguments, in-process or on the server.
+pub async fn call(t: &Target, p: &Principal, op: Operation, args: Value) -> Result<Value> {
     match t {
-        Target::Local(ctx) => {
-            mosaic::search::search_json(ctx, p, &body, mosaic::search::Shape::Nested)
-                .await
-                .map_err(local_err)
-        }
-        Target::Server(base) => http(base, "POST", "/api/search", p, Some(&body)),
-    }
-}
-
-pub async fn evidence(
-    t: &Target,
-    p: &Principal,
-    event: &str,
-    product: &str,
-    question: &str,
-    limit: i64,
-) -> Result<Value> {
-    match t {
-        Target::Local(ctx) => {
-            let args = json!({"retrieval_scope_id": event, "product_id": product, "evidence_query": question, "limit": limit});
-            mosaic::scope::get_product_evidence(ctx, p, &args)
-                .await
-                .map_err(local_err)
-        }
-        Target::Server(base) => {
-            let body =
-                json!({"retrieval_scope_id": event, "evidence_query": question, "limit": limit});
-            http(
-                base,
-                "POST",
-                &format!("/api/products/{}/evidence", enc(product)),
-                p,
-                Some(&body),
+        Target::Local(ctx) => op.call(ctx, p, &args).await.map_err(|e| {
+            anyhow!(
+                "{} ({})",
+                e.body()["error"]["message"].as_str().unwrap_or(""),
+                e.code().as_str()
             )
-        }
-    }
-}
-
-pub async fn compare(t: &Target, p: &Principal, event: &str, products: &[String]) -> Result<Value> {
-    match t {
-        Target::Local(ctx) => {
-            let args = json!({"retrieval_scope_id": event, "product_ids": products});
-            mosaic::scope::compare_products(ctx, p, &args)
-                .await
-                .map_err(local_err)
-        }
+        }),
         Target::Server(base) => {
-            let body = json!({"product_ids": products});
-            http(
-                base,
-                "POST",
-                &format!("/api/retrieval/events/{}/compare", enc(event)),
-                p,
-                Some(&body),
-            )
+            let Value::Object(args) = args else {
+                bail!("the arguments of {} must be an object", op.name())
+            };
+            http(base, p, op, &args)
         }
-    }
-}
-
-pub async fn explain(t: &Target, p: &Principal, event: &str) -> Result<Value> {
-    match t {
-        Target::Local(ctx) => {
-            mosaic::scope::explain_retrieval(ctx, p, &json!({"retrieval_scope_id": event}))
-                .await
-                .map_err(local_err)
-        }
-        Target::Server(base) => http(
-            base,
-            "GET",
-            &format!("/api/retrieval/events/{}", enc(event)),
-            p,
-            None,
-        ),
     }
 }
 

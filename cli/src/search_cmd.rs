@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 const NUMERIC: &[&str] = &["min_price_cents", "max_price_cents", "min_rating"];
 
-/// Turns `key=value` filter arguments into the HTTP-shaped `filters` object.
+/// Turns `key=value` filter arguments into the flat logical filter arguments.
 /// `attributes.KEY=VALUE` sets one attribute; values that parse as JSON
 /// scalars (numbers, booleans) keep that type.
 pub fn parse_filters(args: &[String]) -> Result<Map<String, Value>> {

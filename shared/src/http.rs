@@ -28,8 +28,8 @@
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
-use crate::scope;
-use crate::search::{search_json, Shape};
+use crate::operation::Operation;
+use crate::search::Shape;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
@@ -133,10 +133,8 @@ pub async fn handle_with_limit(
 /// The route a path names, ids percent-decoded.
 #[derive(Debug, PartialEq, Eq)]
 enum Route {
-    Search,
-    Evidence(String),
-    Compare(String),
-    Explain(String),
+    /// One of the operations, with the argument its path binds.
+    Operation(Operation, Option<(&'static str, String)>),
     Tools,
     OpenApi,
     Health,
@@ -150,20 +148,40 @@ fn match_path(path: &str) -> Result<Route, Error> {
         None => return Err(Error::NotFound),
     };
     if let Some(api) = segments.iter().position(|s| *s == "api") {
-        let id = |raw: &str| percent_decode(raw).ok_or(Error::NotFound);
+        let bound = |op, field, raw: &str| {
+            let id = percent_decode(raw).ok_or(Error::NotFound)?;
+            Ok(Route::Operation(op, Some((field, id))))
+        };
         return match &segments[api + 1..] {
-            ["search"] => Ok(Route::Search),
+            ["search"] => Ok(Route::Operation(Operation::SearchProducts, None)),
             ["tools"] => Ok(Route::Tools),
             ["openapi.json"] => Ok(Route::OpenApi),
-            ["products", pid, "evidence"] => Ok(Route::Evidence(id(pid)?)),
-            ["retrieval", "events", eid, "compare"] => Ok(Route::Compare(id(eid)?)),
-            ["retrieval", "events", eid] => Ok(Route::Explain(id(eid)?)),
+            ["products", pid, "evidence"] => {
+                bound(Operation::GetProductEvidence, "product_id", pid)
+            }
+            ["retrieval", "events", eid, "compare"] => {
+                bound(Operation::CompareProducts, "retrieval_scope_id", eid)
+            }
+            ["retrieval", "events", eid] => {
+                bound(Operation::ExplainRetrieval, "retrieval_scope_id", eid)
+            }
             _ => Err(Error::NotFound),
         };
     }
     match segments.as_slice() {
         ["healthz"] | [_, "healthz"] => Ok(Route::Health),
         _ => Err(Error::NotFound),
+    }
+}
+
+/// The method a route answers: an operation's is the contract's.
+fn method(route: &Route) -> &'static str {
+    match route {
+        Route::Operation(op, _) => match op.contract()["http"]["method"].as_str() {
+            Some("GET") => "GET",
+            _ => "POST",
+        },
+        Route::Health | Route::Tools | Route::OpenApi => "GET",
     }
 }
 
@@ -174,11 +192,7 @@ async fn route(
     max_body: usize,
 ) -> Result<(u16, Value), Error> {
     let route = match_path(req.path)?;
-    let want = match route {
-        Route::Explain(_) | Route::Health | Route::Tools | Route::OpenApi => "GET",
-        _ => "POST",
-    };
-    if req.method != want {
+    if req.method != method(&route) {
         return Err(Error::NotFound);
     }
     if req.body.len() > max_body {
@@ -194,31 +208,19 @@ async fn route(
             Ok((200, crate::contract::tools(&surface)?))
         }
         Route::OpenApi => Ok((200, crate::contract::openapi())),
-        Route::Explain(id) => {
-            let args = json!({ "retrieval_scope_id": id });
-            Ok((200, scope::explain_retrieval(ctx, principal, &args).await?))
-        }
-        Route::Search => {
-            let body = Value::Object(parse_object(req.body)?);
+        Route::Operation(op, bound) => {
+            // A GET carries its arguments in the path only.
+            let mut args = match req.method {
+                "GET" => Map::new(),
+                _ => parse_object(req.body)?,
+            };
+            if let Some((field, value)) = bound {
+                bind(&mut args, field, value)?;
+            }
+            let args = Value::Object(args);
             Ok((
                 200,
-                search_json(ctx, principal, &body, Shape::Nested).await?,
-            ))
-        }
-        Route::Evidence(product_id) => {
-            let mut args = parse_object(req.body)?;
-            bind(&mut args, "product_id", product_id)?;
-            Ok((
-                200,
-                scope::get_product_evidence(ctx, principal, &Value::Object(args)).await?,
-            ))
-        }
-        Route::Compare(scope_id) => {
-            let mut args = parse_object(req.body)?;
-            bind(&mut args, "retrieval_scope_id", scope_id)?;
-            Ok((
-                200,
-                scope::compare_products(ctx, principal, &Value::Object(args)).await?,
+                op.call_shaped(ctx, principal, &args, Shape::Nested).await?,
             ))
         }
     }
@@ -306,20 +308,30 @@ mod tests {
 
     #[test]
     fn paths() {
-        assert_eq!(match_path("/api/search").unwrap(), Route::Search);
-        assert_eq!(match_path("/prod/api/search").unwrap(), Route::Search);
+        let search = Route::Operation(Operation::SearchProducts, None);
+        assert_eq!(match_path("/api/search").unwrap(), search);
+        assert_eq!(match_path("/prod/api/search").unwrap(), search);
+        let bound = |op, field, id: &str| Route::Operation(op, Some((field, id.to_string())));
         assert_eq!(
             match_path("/api/products/P%2F1%20x/evidence").unwrap(),
-            Route::Evidence("P/1 x".into())
+            bound(Operation::GetProductEvidence, "product_id", "P/1 x")
         );
         assert_eq!(
             match_path("/api/retrieval/events/abc").unwrap(),
-            Route::Explain("abc".into())
+            bound(Operation::ExplainRetrieval, "retrieval_scope_id", "abc")
         );
         assert_eq!(
             match_path("/v1/api/retrieval/events/abc/compare").unwrap(),
-            Route::Compare("abc".into())
+            bound(Operation::CompareProducts, "retrieval_scope_id", "abc")
         );
+        for op in Operation::ALL {
+            let want = if op == Operation::ExplainRetrieval {
+                "GET"
+            } else {
+                "POST"
+            };
+            assert_eq!(method(&Route::Operation(op, None)), want, "{}", op.name());
+        }
         assert_eq!(match_path("/healthz").unwrap(), Route::Health);
         assert_eq!(match_path("/prod/healthz").unwrap(), Route::Health);
         for bad in [

@@ -104,9 +104,8 @@ pub use crate::config::{
 use crate::context::{Ctx, Principal};
 use crate::error::{Code, Error};
 use crate::http::{self as router, HttpRequest, HttpResponse};
+pub use crate::operation::Operation;
 use crate::principal::{self, proof};
-use crate::scope;
-use crate::search::{search_json, Shape};
 use base64::Engine as _;
 use http_body_util::BodyExt;
 use lambda_runtime_api_client::body::Body;
@@ -117,62 +116,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The error type of [`run`] (`lambda_runtime::Error`, a boxed error).
 pub type BoxError = lambda_runtime::Error;
-
-/// The operation a function binary serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    SearchProducts,
-    GetProductEvidence,
-    CompareProducts,
-    ExplainRetrieval,
-}
-
-impl Operation {
-    pub const ALL: [Operation; 4] = [
-        Operation::SearchProducts,
-        Operation::GetProductEvidence,
-        Operation::CompareProducts,
-        Operation::ExplainRetrieval,
-    ];
-
-    /// The logical name, which is also the AgentCore tool name (after the
-    /// `<target>___` prefix) and the operation's name in the contract.
-    pub fn name(self) -> &'static str {
-        match self {
-            Operation::SearchProducts => "search_products",
-            Operation::GetProductEvidence => "get_product_evidence",
-            Operation::CompareProducts => "compare_products",
-            Operation::ExplainRetrieval => "explain_retrieval",
-        }
-    }
-
-    /// The function (binary) name, as in `functions/` and `template.yaml`.
-    pub fn function_name(self) -> &'static str {
-        match self {
-            Operation::SearchProducts => "search-products",
-            Operation::GetProductEvidence => "get-product-evidence",
-            Operation::CompareProducts => "compare-products",
-            Operation::ExplainRetrieval => "explain-retrieval",
-        }
-    }
-
-    /// Runs the operation on flat logical arguments.
-    pub async fn call(
-        self,
-        ctx: &Ctx,
-        principal: &Principal,
-        args: &Value,
-    ) -> Result<Value, Error> {
-        match self {
-            Operation::SearchProducts => search_json(ctx, principal, args, Shape::Flat).await,
-            Operation::GetProductEvidence => {
-                scope::get_product_evidence(ctx, principal, args).await
-            }
-            Operation::CompareProducts => scope::compare_products(ctx, principal, args).await,
-            Operation::ExplainRetrieval => scope::explain_retrieval(ctx, principal, args).await,
-        }
-    }
-}
 
 // ---------------------------------------------------------------- settings
 
@@ -898,18 +841,6 @@ pub fn api_gateway_result(resp: &HttpResponse) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn operations_are_the_contract_operations() {
-        for op in Operation::ALL {
-            assert!(
-                crate::contract::operation(op.name()).is_some(),
-                "{}",
-                op.name()
-            );
-            assert_eq!(op.function_name().replace('-', "_"), op.name());
-        }
-    }
 
     #[test]
     fn the_kind_is_decided_by_the_client_context_not_the_body() {

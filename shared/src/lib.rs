@@ -21,6 +21,7 @@ pub mod http;
 pub mod interceptor;
 #[cfg(feature = "lambda")]
 pub mod lambda;
+pub mod operation;
 pub mod principal;
 pub mod profile;
 pub mod rerank;
