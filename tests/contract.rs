@@ -773,3 +773,70 @@ fn the_operations_table_is_generated_into_skill_md() {
     let end = skill.find(contract::END_OPERATIONS).unwrap();
     assert!(skill[begin..end].contains(&table));
 }
+
+/// The value of `key: value` on the first line of `block` with exactly
+/// `indent` spaces before the key.
+fn yaml_value<'a>(block: &'a str, indent: usize, key: &str) -> Option<&'a str> {
+    let prefix = format!("{}{key}:", " ".repeat(indent));
+    block
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(str::trim)
+}
+
+/// A top-level section of the template, or a resource: from its key line to
+/// the next key at the same indentation.
+fn yaml_block<'a>(template: &'a str, indent: usize, key: &str) -> &'a str {
+    let head = format!("\n{}{key}:\n", " ".repeat(indent));
+    let start = template.find(&head).unwrap_or_else(|| panic!("{key}")) + head.len();
+    let rest = &template[start..];
+    let end = rest
+        .lines()
+        .scan(0, |at, l| {
+            let here = *at;
+            *at += l.len() + 1;
+            Some((here, l))
+        })
+        .find(|(_, l)| {
+            let depth = l.len() - l.trim_start().len();
+            !l.trim().is_empty() && !l.trim_start().starts_with('#') && depth <= indent
+        })
+        .map_or(rest.len(), |(at, _)| at);
+    &rest[..end]
+}
+
+/// Every function's timeout in the template leaves a margin above the
+/// request deadline, which stays above the statement bound: a locked or
+/// stalled database is answered with a 503 by the function itself, with
+/// time left to post it, never cut off by Lambda.
+#[test]
+fn the_function_timeout_leaves_a_margin_above_the_request_deadline() {
+    /// Time after the deadline for the answer (the handler keeps 250 ms
+    /// back from the invocation deadline) and the check of the connection.
+    const MARGIN_MS: u64 = 2_000;
+    let template = std::fs::read_to_string(repo_root().join("template.yaml")).unwrap();
+    let globals = yaml_block(&template, 0, "Globals");
+    let resources = yaml_block(&template, 0, "Resources");
+    for tool in contract::tools("agentcore").unwrap().as_array().unwrap() {
+        let logical = contract::logical_function_id(tool["name"].as_str().unwrap());
+        let function = yaml_block(resources, 2, &logical);
+        let setting = |indent: usize, key: &str| {
+            yaml_value(function, indent + 2, key).or_else(|| yaml_value(globals, indent, key))
+        };
+        let timeout_s: u64 = setting(4, "Timeout").expect("Timeout").parse().unwrap();
+        let env_ms = |key: &str, default: u64| {
+            setting(8, key).map_or(default, |v| v.trim_matches('"').parse().unwrap())
+        };
+        let defaults = RetrievalProfile::default();
+        let deadline = env_ms("MOSAIC_REQUEST_DEADLINE_MS", defaults.request_deadline_ms);
+        let statement = env_ms("MOSAIC_STATEMENT_TIMEOUT_MS", defaults.statement_timeout_ms);
+        assert!(
+            timeout_s * 1000 >= deadline + MARGIN_MS,
+            "{logical}: Timeout {timeout_s} s, request deadline {deadline} ms"
+        );
+        assert!(
+            statement < deadline,
+            "{logical}: statement bound {statement} ms, request deadline {deadline} ms"
+        );
+    }
+}

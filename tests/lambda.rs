@@ -23,6 +23,8 @@
 
 use mosaic::principal::{self, proof, Principal};
 use mosaic_integration_tests::aws_stub::{AwsStub, StubReply, StubRequest};
+use mosaic_integration_tests::locks::{bound_env, bounded_profiles, locked_then_served, settled};
+use mosaic_integration_tests::tls_door::TlsOnlyDoor;
 use mosaic_integration_tests::{principal_of, TestDb};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -1293,6 +1295,14 @@ fn runtime_secret(db: &TestDb) -> Value {
     })
 }
 
+/// A stub that answers every Secrets Manager call with `secret`.
+async fn secret_stub(secret: Value) -> AwsStub {
+    AwsStub::start(move |req| {
+        StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}))
+    })
+    .await
+}
+
 /// Cohere Rerank 3.5 answers: documents scored in reverse order of the pool,
 /// sorted by score as the service does.
 fn cohere_rerank(req: &StubRequest) -> StubReply {
@@ -1405,11 +1415,7 @@ async fn in_aws_configuration_the_secret_is_fetched_once_and_bedrock_reranks() {
 #[tokio::test]
 async fn in_aws_configuration_a_wrong_embedding_dimension_fails_the_start_up() {
     let db = TestDb::with_sample("lambda_aws_dim").await;
-    let secret = runtime_secret(&db);
-    let stub = AwsStub::start(move |req| {
-        StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}))
-    })
-    .await;
+    let stub = secret_stub(runtime_secret(&db)).await;
     // The sample database holds 384-dimensional vectors.
     let mut f = start_as_in_aws(
         "search-products",
@@ -1435,11 +1441,7 @@ async fn in_aws_configuration_a_wrong_embedding_dimension_fails_the_start_up() {
 #[tokio::test]
 async fn in_aws_configuration_an_unverifiable_database_is_a_503_not_a_crash() {
     let db = TestDb::with_sample("lambda_aws_tls").await;
-    let secret = runtime_secret(&db);
-    let stub = AwsStub::start(move |req| {
-        StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}))
-    })
-    .await;
+    let stub = secret_stub(runtime_secret(&db)).await;
     // No test CA: the local certificate does not verify.
     let mut f = start_as_in_aws("search-products", &db, &stub, &[("MOSAIC_DB_CA_FILE", "")]).await;
     let (status, v) = f
@@ -1453,6 +1455,174 @@ async fn in_aws_configuration_an_unverifiable_database_is_a_503_not_a_crash() {
         f.logs()
     );
     f.assert_alive();
+}
+
+// ------------------------------------------- bounded statements in AWS
+
+const RECEIPTS_LOCK: &str = "LOCK TABLE receipts.search_events IN ACCESS EXCLUSIVE MODE";
+const CATALOG_LOCK: &str = "LOCK TABLE catalog.products, catalog.evidence IN ACCESS EXCLUSIVE MODE";
+
+/// The database secret with a TLS-only door in front of the local cluster,
+/// as RDS Proxy is when it requires TLS: the functions' connections and
+/// their cancel requests must all use verified TLS.
+async fn behind_tls_only_door(db: &TestDb) -> (TlsOnlyDoor, AwsStub) {
+    let mut secret = runtime_secret(db);
+    let door = TlsOnlyDoor::start(format!("127.0.0.1:{}", secret["port"])).await;
+    secret["port"] = door.addr.port().into();
+    (door, secret_stub(secret).await)
+}
+
+/// A function as in AWS with the bounds of `profile`, shareable by the
+/// closures of [`locked_then_served`].
+async fn bounded_in_aws(
+    name: &'static str,
+    db: &TestDb,
+    stub: &AwsStub,
+    profile: &mosaic::RetrievalProfile,
+) -> tokio::sync::Mutex<Function> {
+    let env = bound_env(profile);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    tokio::sync::Mutex::new(start_as_in_aws(name, db, stub, &env).await)
+}
+
+async fn apigw_of(f: &tokio::sync::Mutex<Function>, event: &Value) -> (u16, Value) {
+    f.lock().await.apigw(event).await
+}
+
+/// An AgentCore tool call as `(status, body)`: its error's status, or 200.
+async fn agentcore_of(f: &tokio::sync::Mutex<Function>, args: &Value, cc: &str) -> (u16, Value) {
+    let v = f.lock().await.agentcore(args, Some(cc)).await;
+    let status = v["error"]["code"].as_str().map_or(200, status_of);
+    (status, v)
+}
+
+/// `function`'s API Gateway sample event and AgentCore sample arguments, in
+/// the scope of `event_id` and its granted products.
+fn sample_calls(function: &str, event_id: &str, granted: &[String]) -> (Value, Value) {
+    let call = |file: &str| substitute(&event_text(function, file), event_id, granted);
+    (call("apigw.json"), call("agentcore.json"))
+}
+
+/// Both event kinds of a function started with `profile`'s bounds, each
+/// under `lock` ([`locked_then_served`]); then the function serves on and
+/// no 503 was run a second time (a retry is for a lost connection, not for
+/// a bound that stopped the operation).
+async fn locked_both_ways(
+    db: &TestDb,
+    stub: &AwsStub,
+    function: &'static str,
+    lock: &str,
+    (bound, profile, budget): &(&str, mosaic::RetrievalProfile, Duration),
+    (apigw, args): &(Value, Value),
+) {
+    let f = bounded_in_aws(function, db, stub, profile).await;
+    let cc = client_context(function);
+    let what = format!("{function} in AWS over API Gateway, {bound}");
+    locked_then_served(db, &what, lock, *budget, || apigw_of(&f, apigw)).await;
+    let what = format!("{function} in AWS over AgentCore, {bound}");
+    locked_then_served(db, &what, lock, *budget, || agentcore_of(&f, args, &cc)).await;
+    let mut f = f.into_inner();
+    f.assert_alive();
+    assert!(!f.logs().contains("retrying once"), "{}", f.logs());
+}
+
+#[tokio::test]
+async fn in_aws_configuration_a_locked_receipts_table_makes_a_search_a_503_in_time() {
+    let db = TestDb::with_sample("lambda_aws_lock_search").await;
+    let (door, stub) = behind_tls_only_door(&db).await;
+    let calls = sample_calls("search-products", PLACEHOLDER, &[P1.into(), P2.into()]);
+    for bounds in bounded_profiles() {
+        locked_both_ways(
+            &db,
+            &stub,
+            "search-products",
+            RECEIPTS_LOCK,
+            &bounds,
+            &calls,
+        )
+        .await;
+    }
+    assert_eq!(
+        door.refused(),
+        0,
+        "a connection or cancel request without TLS"
+    );
+}
+
+#[tokio::test]
+async fn in_aws_configuration_a_locked_catalog_makes_every_scoped_operation_a_503_in_time() {
+    let db = TestDb::with_sample("lambda_aws_lock_scope").await;
+    let (door, stub) = behind_tls_only_door(&db).await;
+    let mut search = start_as_in_aws("search-products", &db, &stub, &[]).await;
+    let (status, v) = search
+        .apigw(&parse(&event_text("search-products", "apigw.json")))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let (event_id, granted, _) = check_search(&v, 5, 3);
+    for bounds in bounded_profiles() {
+        for (function, lock) in [
+            ("get-product-evidence", CATALOG_LOCK),
+            ("compare-products", CATALOG_LOCK),
+            // Explanation reads only the receipt.
+            ("explain-retrieval", RECEIPTS_LOCK),
+        ] {
+            let calls = sample_calls(function, &event_id, &granted);
+            locked_both_ways(&db, &stub, function, lock, &bounds, &calls).await;
+        }
+    }
+    assert_eq!(
+        door.refused(),
+        0,
+        "a connection or cancel request without TLS"
+    );
+}
+
+/// The cancel request of an abandoned statement goes over the same verified
+/// TLS as the connections: behind a door that refuses plain TCP, with a
+/// statement bound of a minute, the statement abandoned at the request
+/// deadline is gone from the server at once. Without the cancel it would
+/// wait on the lock for the minute.
+#[tokio::test]
+async fn in_aws_configuration_an_abandoned_statement_is_cancelled_over_tls() {
+    let db = TestDb::with_sample("lambda_aws_cancel").await;
+    let (door, stub) = behind_tls_only_door(&db).await;
+    // The door refuses what does not start with TLS.
+    let plain = format!(
+        "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:{}/{}?sslmode=disable",
+        door.addr.port(),
+        db.name
+    );
+    assert!(mosaic::db::connect(&plain).await.is_err());
+    assert_eq!(door.refused(), 1);
+
+    let [_, (_, profile, _)] = bounded_profiles();
+    let f = bounded_in_aws("search-products", &db, &stub, &profile).await;
+    let event = parse(&event_text("search-products", "apigw.json"));
+    let (status, v) = apigw_of(&f, &event).await;
+    assert_eq!(status, 200, "{v}");
+    let observer = db.runtime().await;
+    let mut locker = db.owner().await;
+    let tx = locker.transaction().await.unwrap();
+    tx.batch_execute(RECEIPTS_LOCK).await.unwrap();
+    let (status, v) = apigw_of(&f, &event).await;
+    assert_eq!(status, 503, "{v}");
+    // The lock is still held: only the cancel request can have ended it.
+    let left = settled(&observer, &db, Duration::from_secs(2)).await;
+    assert!(
+        left.is_empty(),
+        "still running: {left:?}\n{}",
+        f.lock().await.logs()
+    );
+    assert_eq!(
+        door.refused(),
+        1,
+        "a connection or cancel request without TLS"
+    );
+    let logs = f.lock().await.logs();
+    assert!(!logs.contains("cancel request failed"), "{logs}");
+    tx.rollback().await.unwrap();
+    let (status, v) = apigw_of(&f, &event).await;
+    assert_eq!(status, 200, "{v}");
 }
 
 // ------------------------------------------------- who may claim a principal

@@ -253,11 +253,10 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
         None => {
             #[cfg(feature = "aws")]
             match (&settings.rds, &aws) {
-                (Some(db), Some(aws)) => Ctx::with_manager(
-                    aws.database(db).await?,
-                    connections,
-                    settings.profile.clone(),
-                )?,
+                (Some(db), Some(aws)) => {
+                    aws.database(db, connections, settings.profile.clone())
+                        .await?
+                }
                 _ => return Err(NO_DATABASE.to_string()),
             }
             #[cfg(not(feature = "aws"))]

@@ -54,7 +54,8 @@ impl Ctx {
     }
 
     /// A context over a pool manager built elsewhere (the AWS connection of
-    /// [`crate::aws::rds`]).
+    /// [`crate::aws::rds`]). Its connections send cancel requests over plain
+    /// TCP unless [`with_canceller`](Self::with_canceller) says otherwise.
     pub fn with_manager(
         mgr: Manager,
         max_connections: usize,

@@ -72,14 +72,18 @@
 //!
 //! # Database
 //!
-//! One pooled connection per container, reused across invocations, with a
-//! per-session `statement_timeout` ([`Ctx::from_url`]). The connection is opened
-//! in the background while the first event is awaited. A connection the
-//! server or a proxy dropped is noticed on the next checkout and replaced; if
-//! an operation fails as unavailable and its connection turns out to have
-//! been replaced, the operation runs once more on the new connection before
-//! the 503 stands. Every invocation is bounded by the invocation deadline
-//! (less a small margin): past it the answer is `unavailable` (503).
+//! One pooled connection per container, reused across invocations. Every
+//! statement runs under the profile's `statement_timeout_ms`, and every
+//! operation, on either event kind, under its `request_deadline_ms`: past it
+//! the answer is `unavailable` (503), and the statement in flight is
+//! cancelled, over the same TLS as the connection, and its connection
+//! closed ([`crate::db::Conn`]). The connection is opened in the background
+//! while the first event is awaited. A connection the server or a proxy
+//! dropped is noticed on the next checkout and replaced; if an operation
+//! fails as unavailable before any bound stopped it and its connection turns
+//! out to have been replaced, the operation runs once more on the new
+//! connection before the 503 stands. Every invocation is also bounded by the
+//! invocation deadline (less a small margin).
 //!
 //! # Configuration
 //!
@@ -620,10 +624,9 @@ impl Handler {
         };
         let attempt = || router::handle(&self.ctx, &principal, req);
         let served = async {
+            let started = Instant::now();
             let first = attempt().await;
-            if first.status == Code::Unavailable.status()
-                && self.connection_replaced(Instant::now()).await
-            {
+            if first.status == Code::Unavailable.status() && self.worth_retrying(started).await {
                 tracing::warn!(
                     request_id,
                     "database connection re-established; retrying once"
@@ -750,12 +753,19 @@ impl Handler {
                 ))
             }
         };
-        let attempt = || caught(self.op.call(&self.ctx, &principal, &args));
+        // The same request deadline as the router's (API Gateway).
+        let deadline = Duration::from_millis(self.ctx.profile.request_deadline_ms);
+        let attempt = || {
+            crate::db::within(
+                deadline,
+                "request",
+                caught(self.op.call(&self.ctx, &principal, &args)),
+            )
+        };
         let served = async {
+            let started = Instant::now();
             match attempt().await {
-                Err(Error::Unavailable(detail))
-                    if self.connection_replaced(Instant::now()).await =>
-                {
+                Err(Error::Unavailable(detail)) if self.worth_retrying(started).await => {
                     tracing::warn!(request_id, error = %detail, "database connection re-established; retrying once");
                     attempt().await
                 }
@@ -770,6 +780,20 @@ impl Handler {
             tracing::error!(request_id, operation = self.op.name(), error = %e, "operation failed");
         }
         out
+    }
+
+    /// Whether an attempt started at `started` that failed as unavailable
+    /// is worth one more: it failed before any bound stopped it (a statement
+    /// past its timeout, the request deadline: the same lock or load would
+    /// stop it again, and the answer would come twice as late), and its
+    /// connection was lost and replaced.
+    async fn worth_retrying(&self, started: Instant) -> bool {
+        let profile = &self.ctx.profile;
+        let bound = profile
+            .statement_timeout_ms
+            .min(profile.request_deadline_ms);
+        started.elapsed() < Duration::from_millis(bound)
+            && self.connection_replaced(Instant::now()).await
     }
 
     /// Whether the pooled connection was replaced after `failed_at`: the

@@ -82,8 +82,8 @@ pub struct RetrievalProfile {
     /// receipt write and the scoped reads. A statement past it fails and the
     /// operation answers 503; the server stops it even if the client is gone.
     pub statement_timeout_ms: u64,
-    /// Deadline of one whole operation in the HTTP router (local server and
-    /// API Gateway). Past it the answer is 503 and the statement in flight is
+    /// Deadline of one whole operation (local server, API Gateway and
+    /// AgentCore alike). Past it the answer is 503 and the statement in flight is
     /// cancelled and its connection closed ([`crate::db::Conn`]).
     /// The Lambda function timeout must leave a margin above it.
     pub request_deadline_ms: u64,

@@ -11,6 +11,8 @@
 //! CREATEDB) to use another.
 
 pub mod aws_stub;
+pub mod locks;
+pub mod tls_door;
 
 use mosaic::catalog::generator::Generator;
 use mosaic::catalog::load;

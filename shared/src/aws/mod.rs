@@ -123,14 +123,19 @@ impl AwsComponents {
         ))
     }
 
-    /// The pool manager of the AWS database connection (see [`rds`]). A
-    /// secret is fetched now, so a missing one fails the start-up.
+    /// A context on the AWS database connection (see [`rds`]): its pool,
+    /// and cancel requests over the same verified TLS. A secret is fetched
+    /// now, so a missing one fails the start-up.
     pub async fn database(
         &self,
         db: &rds::RdsSettings,
-    ) -> Result<deadpool_postgres::Manager, String> {
+        max_connections: usize,
+        profile: crate::RetrievalProfile,
+    ) -> Result<crate::Ctx, String> {
         let connector = rds::connector(db, &self.sdk, self.settings.secret_policy).await?;
-        Ok(connector.into_manager())
+        let canceller = connector.canceller();
+        let ctx = crate::Ctx::with_manager(connector.into_manager(), max_connections, profile)?;
+        Ok(ctx.with_canceller(canceller))
     }
 }
 

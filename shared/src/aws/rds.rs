@@ -30,10 +30,13 @@
 //! bound their statements with `SET LOCAL statement_timeout` inside their
 //! transaction ([`crate::search::arms::apply_settings`]), which does not pin
 //! proxy connections; every operation is also bounded by the invocation
-//! deadline.
+//! deadline. A statement still running when its operation is abandoned is
+//! cancelled with a cancel request over the same verified TLS
+//! ([`RdsConnect::canceller`], [`crate::db::Conn`]).
 
 use crate::aws::secrets::{DbSecret, SecretCache};
 use crate::aws::SdkConfig;
+use crate::db::Canceller;
 use crate::tls::{self, MakeRustlsConnect, Roots};
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
@@ -291,6 +294,9 @@ pub enum Login {
 /// documentation).
 pub struct RdsConnect {
     base: Config,
+    /// The verified TLS configuration of every connection, and of every
+    /// cancel request sent for one ([`RdsConnect::canceller`]).
+    tls_config: Arc<rustls::ClientConfig>,
     tls: MakeRustlsConnect,
     login: Login,
     /// When the login was last fetched afresh after a refusal: a login that
@@ -306,10 +312,18 @@ impl RdsConnect {
         let config = tls::client_config(Roots::Public, settings.extra_ca.as_deref())?;
         Ok(Self {
             base: settings.base_config(),
-            tls: MakeRustlsConnect::new(config),
+            tls: MakeRustlsConnect::new(config.clone()),
+            tls_config: config,
             login,
             last_refresh: std::sync::Mutex::new(None),
         })
+    }
+
+    /// How the pool's connections cancel an abandoned statement: a cancel
+    /// request is a new connection to the same endpoint, so it takes the
+    /// same verified TLS (RDS Proxy and a TLS-only server refuse plain TCP).
+    pub fn canceller(&self) -> Canceller {
+        Canceller::Tls(self.tls_config.clone())
     }
 
     /// A pool manager that connects through this connector.
