@@ -45,7 +45,7 @@ fn http(
     }
 }
 
-fn local_err(e: mosaic::Error) -> anyhow::Error {
+pub fn local_err(e: mosaic::Error) -> anyhow::Error {
     anyhow!(
         "{} ({})",
         e.body()["error"]["message"].as_str().unwrap_or(""),
@@ -237,6 +237,9 @@ pub fn print_explain(v: &Value, rows: usize) {
             "… {} more pool candidates (pool rank and served rank are separate spaces)",
             list.len() - rows
         );
+    }
+    if v["replay"].is_object() {
+        crate::replay_cmd::print_report(&v["replay"]);
     }
 }
 

@@ -22,6 +22,7 @@ pub mod interceptor;
 pub mod lambda;
 pub mod principal;
 pub mod profile;
+pub mod replay;
 pub mod rerank;
 pub mod scope;
 pub mod search;
