@@ -118,15 +118,24 @@ async fn a_product_priced_past_the_filter_leaves_for_eligibility() {
     assert_eq!(m.cause, Cause::Eligibility);
     assert_eq!(m.before.unwrap().served_rank, Some(1));
     assert!(m.after.is_none());
-    // It is the only product that left for eligibility; the profile did not change.
-    let ineligible: Vec<&str> = r
+    // It is the only product that left the pool for eligibility; products
+    // that only shifted up into its place moved for the same cause.
+    let left: Vec<&str> = r
         .diff
         .moves
         .iter()
-        .filter(|m| m.cause == Cause::Eligibility)
+        .filter(|m| m.change == MoveKind::LeftPool && m.cause == Cause::Eligibility)
         .map(|m| m.product_id.as_str())
         .collect();
-    assert_eq!(ineligible, vec![first.as_str()]);
+    assert_eq!(left, vec![first.as_str()]);
+    assert!(
+        r.diff
+            .moves
+            .iter()
+            .any(|m| m.change == MoveKind::Moved && m.cause == Cause::Eligibility),
+        "{:#?}",
+        r.diff.moves
+    );
     assert!(r
         .diff
         .changes

@@ -8,65 +8,16 @@
 //! Timings, ids and timestamps are never changes.
 //!
 //! Moves: every product whose served rank changed, that entered or left the
-//! served window, or that entered or left the pool. Each move names the
-//! stage that caused it, by these rules, first match wins:
-//!
-//! 1. `eligibility`: the product left the pool and, when the replay ran, no
-//!    longer passed the recorded filters (or was gone from the catalog);
-//!    the replay's receipt lists those products (`replay_ineligible`).
-//! 2. an arm (`lexical`, `trigram`, `semantic`): the product is in both
-//!    pools and that arm ranks it differently; of several, the arm whose
-//!    change moves its fusion score most (`1 / (rrf_k + rank)`, 0 when
-//!    unranked). A product in one pool only is put down to the arm that
-//!    ranks it best there among the arms whose ranking changed (an arm
-//!    changed when it ranks some product of both pools differently, or its
-//!    account of itself changed): the receipts hold arm ranks for pool
-//!    members only, so that is the most they can tell.
-//! 3. `fusion`: same arm ranks, but another fused rank or pool membership
-//!    (other products moved, or the profile's fusion values changed).
-//! 4. `rerank`: same fused rank, another served order.
-//!
-//! A product that entered the pool is never put down to eligibility: the
-//! replayed receipt does not say whether it was eligible then.
+//! served window, or that entered or left the pool, each with the stage
+//! that caused it ([`super::cause`] holds the rules).
 
+use super::cause::{Cause, Ranks, Rules, ARMS};
 use crate::profile::RetrievalProfile;
 use crate::scope::{Candidate, Event, Receipt};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
-
-/// The stage a move is put down to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    Eligibility,
-    Lexical,
-    Trigram,
-    Semantic,
-    Fusion,
-    Rerank,
-}
-
-impl Cause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cause::Eligibility => "eligibility",
-            Cause::Lexical => "lexical",
-            Cause::Trigram => "trigram",
-            Cause::Semantic => "semantic",
-            Cause::Fusion => "fusion",
-            Cause::Rerank => "rerank",
-        }
-    }
-}
-
-/// The arms in receipt order, with the cause each one is.
-const ARMS: [(&str, Cause); 3] = [
-    ("lexical", Cause::Lexical),
-    ("trigram", Cause::Trigram),
-    ("semantic", Cause::Semantic),
-];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -259,54 +210,11 @@ fn value_changes(out: &mut Vec<FieldChange>, prefix: &str, b: &Value, a: &Value,
     }
 }
 
-fn ranks(c: &Candidate) -> [Option<i32>; 3] {
-    let s = &c.signals;
-    [s.lexical, s.trigram, s.semantic].map(|x| x.map(|x| x.rank))
-}
-
 fn place(c: &Candidate) -> Place {
     Place {
         served_rank: c.served_rank,
         pre_rerank_rank: c.pre_rerank_rank,
     }
-}
-
-/// Whether each arm's ranking changed between the receipts.
-fn changed_arms(
-    before: &Receipt,
-    after: &Receipt,
-    shared: &[(&Candidate, &Candidate)],
-) -> [bool; 3] {
-    let mut changed = [false; 3];
-    for (i, (arm, _)) in ARMS.iter().enumerate() {
-        let mut account = Vec::new();
-        let (b, a) = (&before.event.arms[arm], &after.event.arms[arm]);
-        value_changes(&mut account, arm, b, a, &["ms", "connection"]);
-        changed[i] = !account.is_empty() || shared.iter().any(|(x, y)| ranks(x)[i] != ranks(y)[i]);
-    }
-    changed
-}
-
-/// The arm whose rank change moves the product's fusion score most.
-fn strongest_arm(b: [Option<i32>; 3], a: [Option<i32>; 3], k: f64) -> Option<Cause> {
-    let share = |r: Option<i32>| r.map_or(0.0, |r| 1.0 / (k + f64::from(r)));
-    (0..3)
-        .filter(|&i| b[i] != a[i])
-        .map(|i| (i, (share(b[i]) - share(a[i])).abs()))
-        .fold(None, |best: Option<(usize, f64)>, (i, d)| match best {
-            Some((_, bd)) if bd >= d => best,
-            _ => Some((i, d)),
-        })
-        .map(|(i, _)| ARMS[i].1)
-}
-
-/// Of the arms whose ranking changed, the one that ranks `r` best.
-fn best_changed_arm(r: [Option<i32>; 3], changed: [bool; 3]) -> Option<Cause> {
-    (0..3)
-        .filter(|&i| changed[i])
-        .filter_map(|i| r[i].map(|rank| (rank, i)))
-        .min()
-        .map(|(_, i)| ARMS[i].1)
 }
 
 fn kind(b: Option<&Candidate>, a: Option<&Candidate>) -> Option<MoveKind> {
@@ -320,34 +228,6 @@ fn kind(b: Option<&Candidate>, a: Option<&Candidate>) -> Option<MoveKind> {
             _ => None,
         },
         (None, None) => None,
-    }
-}
-
-/// The attribution rules of the module comment.
-struct Rules<'a> {
-    ineligible: BTreeSet<&'a str>,
-    changed: [bool; 3],
-    rrf_k: f64,
-}
-
-impl Rules<'_> {
-    fn cause(&self, b: Option<&Candidate>, a: Option<&Candidate>) -> Cause {
-        match (b, a) {
-            (Some(b), None) if self.ineligible.contains(b.product_id.as_str()) => {
-                Cause::Eligibility
-            }
-            (Some(b), Some(a)) => strongest_arm(ranks(b), ranks(a), self.rrf_k).unwrap_or(
-                if b.pre_rerank_rank != a.pre_rerank_rank {
-                    Cause::Fusion
-                } else {
-                    Cause::Rerank
-                },
-            ),
-            (Some(c), None) | (None, Some(c)) => {
-                best_changed_arm(ranks(c), self.changed).unwrap_or(Cause::Fusion)
-            }
-            (None, None) => Cause::Fusion,
-        }
     }
 }
 
@@ -365,23 +245,10 @@ fn moves(before: &Receipt, after: &Receipt) -> Vec<Move> {
             .collect()
     };
     let (bi, ai) = (index(before), index(after));
-    let shared: Vec<(&Candidate, &Candidate)> = before
-        .pool
-        .iter()
-        .filter_map(|b| find(&ai, after, &b.product_id).map(|a| (b, a)))
-        .collect();
-    let rules = Rules {
-        ineligible: after
-            .event
-            .replay_ineligible
-            .iter()
-            .map(String::as_str)
-            .collect(),
-        changed: changed_arms(before, after, &shared),
-        rrf_k: after.event.profile["rrf_k"]
-            .as_f64()
-            .unwrap_or(RetrievalProfile::default().rrf_k),
-    };
+    let rrf_k = after.event.profile["rrf_k"]
+        .as_f64()
+        .unwrap_or(RetrievalProfile::default().rrf_k);
+    let rules = Rules::new(before, after, rrf_k);
     let ids: BTreeSet<&String> = bi.keys().chain(ai.keys()).collect();
     let mut out: Vec<Move> = ids
         .into_iter()
@@ -389,7 +256,7 @@ fn moves(before: &Receipt, after: &Receipt) -> Vec<Move> {
             let (b, a) = (find(&bi, before, id), find(&ai, after, id));
             let change = kind(b, a)?;
             let arm_ranks = match (b, a) {
-                (Some(b), Some(a)) => arm_rank_changes(ranks(b), ranks(a)),
+                (Some(b), Some(a)) => arm_rank_changes(Ranks::of(b).arms, Ranks::of(a).arms),
                 _ => Vec::new(),
             };
             Some(Move {
@@ -438,32 +305,6 @@ fn arm_rank_changes(b: [Option<i32>; 3], a: [Option<i32>; 3]) -> Vec<ArmRank> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_arm_that_moves_the_fusion_score_most_is_the_cause() {
-        // Semantic 2 -> 40 moves the score more than lexical 30 -> 31.
-        let b = [Some(30), None, Some(2)];
-        let a = [Some(31), None, Some(40)];
-        assert_eq!(strongest_arm(b, a, 60.0), Some(Cause::Semantic));
-        // An arm that stops ranking the product counts as score 0.
-        let a = [Some(30), Some(5), Some(2)];
-        assert_eq!(strongest_arm(b, a, 60.0), Some(Cause::Trigram));
-        assert_eq!(strongest_arm(b, b, 60.0), None);
-    }
-
-    #[test]
-    fn a_product_in_one_pool_goes_to_its_best_changed_arm() {
-        let r = [Some(7), None, Some(3)];
-        assert_eq!(
-            best_changed_arm(r, [true, true, true]),
-            Some(Cause::Semantic)
-        );
-        assert_eq!(
-            best_changed_arm(r, [true, false, false]),
-            Some(Cause::Lexical)
-        );
-        assert_eq!(best_changed_arm(r, [false, true, false]), None);
-    }
 
     #[test]
     fn nested_values_differ_key_by_key_and_ignored_keys_never() {

@@ -9,7 +9,8 @@
 //! receipt names the replayed event (`sql/0013_receipt_replay.sql`) and
 //! lists the replayed pool's members that no longer pass the recorded
 //! filters, checked just before the search runs; the difference between
-//! the two receipts is then [`diff`]'s business alone.
+//! the two receipts is then [`diff`]'s business alone, and the cause of
+//! each move [`cause`]'s.
 //!
 //! [`replay_sample`] replays a random sample of the events since a date and
 //! summarises the moves.
@@ -22,9 +23,11 @@
 //! [`Error::NotFound`]. The session id is not carried over: a replay is not
 //! part of the caller's session.
 
+pub mod cause;
 pub mod diff;
 
-pub use diff::{Cause, FieldChange, Move, MoveKind, Place, ReplayDiff, ReplayReport};
+pub use cause::Cause;
+pub use diff::{FieldChange, Move, MoveKind, Place, ReplayDiff, ReplayReport};
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
