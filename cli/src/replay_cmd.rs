@@ -148,7 +148,7 @@ pub fn print_report(r: &Value) {
                 )
             })
             .collect();
-        println!(
+        let line = format!(
             "{:<10} {:<14} {:>10} {:>10}  {:<11} {}",
             text(&m["product_id"]),
             text(&m["change"]),
@@ -157,6 +157,7 @@ pub fn print_report(r: &Value) {
             text(&m["cause"]),
             arms.join(", ")
         );
+        println!("{}", line.trim_end());
     }
 }
 
