@@ -236,7 +236,7 @@ pub async fn replay_sample(
         let mut conn = ctx.conn().await?;
         let tx = crate::db::bounded_transaction(&mut conn, ctx.profile.statement_timeout_ms, true)
             .await?;
-        let rows = tx.query(SAMPLE_SQL, &[&since, &n]).await?;
+        let rows = tx.query(SAMPLE_SQL, &[&since, &n.max(0)]).await?;
         tx.commit().await?;
         conn.settle();
         rows.iter().map(|r| r.get(0)).collect()

@@ -410,6 +410,8 @@ pub(crate) async fn search_replaying(
     pipeline(ctx, principal, req, &Variant::SERVING, Some(replay)).await
 }
 
+/// The pipeline of the module comment; `replay` names the event a replay
+/// re-runs, for its receipt.
 async fn pipeline(
     ctx: &Ctx,
     principal: &Principal,
