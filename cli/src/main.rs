@@ -10,6 +10,7 @@ mod embedder;
 mod eval_cmd;
 mod mcp_cmd;
 mod receipts_cmd;
+mod replay_cmd;
 mod scoped_cmd;
 mod search_cmd;
 mod serve_cmd;
@@ -237,6 +238,9 @@ enum Command {
     /// Benchmark latency per stage, recall, floor ratio and throughput on
     /// dedicated databases (hashing embedder; local reranker off).
     Bench(bench_cmd::BenchArgs),
+    /// Replay a recorded search (or a sample of recent ones) against the
+    /// current catalog and models and show what changed (owner role).
+    Replay(replay_cmd::ReplayArgs),
     /// Keep receipts for the retention period: purge now, or schedule the
     /// purge with pg_cron (owner role).
     Receipts(receipts_cmd::ReceiptsArgs),
@@ -506,6 +510,7 @@ async fn main() -> Result<()> {
         Command::Eval(args) => eval_cmd::run(args).await?,
         Command::Bench(args) => bench_cmd::run(args).await?,
         Command::Receipts(args) => receipts_cmd::run(args).await?,
+        Command::Replay(args) => replay_cmd::run(args).await?,
         Command::Stats { db: d, json } => {
             let client = connect(&d).await?;
             let s = mosaic::catalog::stats(&client).await?;

@@ -48,16 +48,19 @@ fn http(
     }
 }
 
+/// A library error as the command reports it.
+pub fn local_err(e: mosaic::Error) -> anyhow::Error {
+    anyhow!(
+        "{} ({})",
+        e.body()["error"]["message"].as_str().unwrap_or(""),
+        e.code().as_str()
+    )
+}
+
 /// Runs `op` on flat logical arguments, in-process or on the server.
 pub async fn call(t: &Target, p: &Principal, op: Operation, args: Value) -> Result<Value> {
     match t {
-        Target::Local(ctx) => op.call(ctx, p, &args).await.map_err(|e| {
-            anyhow!(
-                "{} ({})",
-                e.body()["error"]["message"].as_str().unwrap_or(""),
-                e.code().as_str()
-            )
-        }),
+        Target::Local(ctx) => op.call(ctx, p, &args).await.map_err(local_err),
         Target::Server(base) => {
             let Value::Object(args) = args else {
                 bail!("the arguments of {} must be an object", op.name())
@@ -171,6 +174,9 @@ pub fn print_explain(v: &Value, rows: usize) {
             "… {} more pool candidates (pool rank and served rank are separate spaces)",
             list.len() - rows
         );
+    }
+    if v["replay"].is_object() {
+        crate::replay_cmd::print_report(&v["replay"]);
     }
 }
 

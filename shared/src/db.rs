@@ -57,6 +57,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_metadata_order.sql"),
     migration!(11, "0011_feed_values.sql"),
     migration!(12, "0012_receipt_retention.sql"),
+    migration!(13, "0013_receipt_replay.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -24,6 +24,7 @@ pub mod lambda;
 pub mod operation;
 pub mod principal;
 pub mod profile;
+pub mod replay;
 pub mod rerank;
 pub mod scope;
 pub mod search;

@@ -337,6 +337,25 @@ impl RetrievalProfile {
     pub fn snapshot(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("the profile serialises")
     }
+
+    /// This profile with every field a receipt's `snapshot` recorded put
+    /// back, validated. A field the snapshot lacks (it predates the field)
+    /// keeps this profile's value; a snapshot that is not an object changes
+    /// nothing.
+    pub fn with_snapshot(&self, snapshot: &serde_json::Value) -> Result<Self, String> {
+        let mut value = self.snapshot();
+        if let (Some(fields), Some(recorded)) = (value.as_object_mut(), snapshot.as_object()) {
+            for (key, slot) in fields.iter_mut() {
+                if let Some(v) = recorded.get(key) {
+                    *slot = v.clone();
+                }
+            }
+        }
+        let profile: Self = serde_json::from_value(value)
+            .map_err(|e| format!("recorded retrieval profile: {e}"))?;
+        profile.validate()?;
+        Ok(profile)
+    }
 }
 
 #[cfg(test)]
@@ -354,6 +373,21 @@ mod tests {
         let err = RetrievalProfile::from_lookup(|k| (k == "MOSAIC_RRF_K").then(|| "sixty".into()))
             .unwrap_err();
         assert!(err.contains("MOSAIC_RRF_K"));
+    }
+
+    #[test]
+    fn a_recorded_snapshot_is_put_back_over_the_missing_fields() {
+        let recorded = serde_json::json!({"pool_size": 80, "rrf_k": 10.0, "retired_field": 1});
+        let p = RetrievalProfile::default()
+            .with_snapshot(&recorded)
+            .unwrap();
+        assert_eq!((p.pool_size, p.rrf_k), (80, 10.0));
+        assert_eq!(p.lexical_limit, RetrievalProfile::default().lexical_limit);
+        let bad = serde_json::json!({"pool_size": 10});
+        assert!(RetrievalProfile::default()
+            .with_snapshot(&bad)
+            .unwrap_err()
+            .contains("pool_size"));
     }
 
     #[test]

@@ -9,13 +9,22 @@
 //!
 //! Explanation grants nothing: a pool-only candidate seen here is still
 //! refused by evidence and comparison.
+//!
+//! The explanation of a replay (`mosaic replay`, [`crate::replay`]) carries
+//! `replay`: the replayed event's id and what changed between the two
+//! receipts. It is there only when the replayed event is one the caller
+//! may read too, under the very same predicate (its principal, an explicit
+//! authorization); otherwise, say once the replayed event is purged, the
+//! key is absent and nothing tells whether the other event exists.
 
 use super::{bounded_read, object, scope_id, to_json, ReceiptSignals};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
+use crate::replay::ReplayReport;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
+use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
 
 const EVENT_SQL: &str = include_str!("sql/explain_event.sql");
@@ -30,18 +39,18 @@ Only granted candidates (served_rank <= authorized_limit) may be used for eviden
 comparison; this explanation grants nothing.";
 
 #[derive(Debug, Serialize)]
-struct Candidate {
-    product_id: String,
+pub(crate) struct Candidate {
+    pub product_id: String,
     /// Pool rank space: 1..pool_size, before reranking.
-    pre_rerank_rank: i32,
+    pub pre_rerank_rank: i32,
     /// Window rank space: 1..limit; null when the candidate was not served.
-    served_rank: Option<i32>,
+    pub served_rank: Option<i32>,
     /// Order after reranking, over the whole pool.
-    final_rank: i32,
-    granted: bool,
-    exact_match: bool,
-    match_reason: String,
-    signals: ReceiptSignals,
+    pub final_rank: i32,
+    pub granted: bool,
+    pub exact_match: bool,
+    pub match_reason: String,
+    pub signals: ReceiptSignals,
     source: Source,
 }
 
@@ -53,73 +62,78 @@ struct Source {
 }
 
 #[derive(Debug, Serialize)]
-struct Event {
-    search_event_id: Uuid,
+pub(crate) struct Event {
+    pub search_event_id: Uuid,
     created_at: DateTime<Utc>,
     session_id: Option<String>,
-    query_text: Option<String>,
-    normalized_query: Option<String>,
-    applied_filters: Value,
-    strategy: String,
-    semantic_route: Option<String>,
-    eligible_estimate: Option<i64>,
-    arms: Value,
-    rerank_status: String,
-    models: Value,
-    profile: Value,
+    pub query_text: Option<String>,
+    pub normalized_query: Option<String>,
+    pub applied_filters: Value,
+    pub strategy: String,
+    pub semantic_route: Option<String>,
+    pub eligible_estimate: Option<i64>,
+    pub arms: Value,
+    pub rerank_status: String,
+    pub models: Value,
+    pub profile: Value,
     timings_ms: Value,
-    warnings: Value,
-    limit: i32,
-    authorized_limit: i32,
+    pub warnings: Value,
+    pub limit: i32,
+    pub authorized_limit: i32,
     pool_size: i32,
-    served_count: i32,
+    pub served_count: i32,
+    /// The event this one replays, and how (`sql/0013_receipt_replay.sql`);
+    /// shown only through `replay`, under the rules above.
+    #[serde(skip)]
+    pub replays_event_id: Option<Uuid>,
+    #[serde(skip)]
+    pub replay_profile: Option<String>,
+    #[serde(skip)]
+    pub replay_ineligible: Vec<String>,
 }
 
-pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Result<Value, Error> {
-    let obj = object(args, FIELDS)?;
-    let Some(scope) = scope_id(obj)? else {
-        return Err(Error::NotFound);
-    };
+/// One receipt as its principal may read it: the event and its whole pool,
+/// in pool order.
+#[derive(Debug)]
+pub(crate) struct Receipt {
+    pub event: Event,
+    pub pool: Vec<Candidate>,
+}
 
-    let mut conn = ctx.conn().await?;
-    let tx = bounded_read(&mut conn, ctx).await?;
-    let e = tx
-        .query_opt(EVENT_SQL, &[&scope, &principal.as_str()])
-        .await?;
-    let rows = match e {
-        Some(_) => tx.query(POOL_SQL, &[&scope, &principal.as_str()]).await?,
-        None => Vec::new(),
-    };
-    tx.commit().await?;
-    conn.settle();
-    let Some(e) = e else {
-        return Err(Error::NotFound);
-    };
-    let event = Event {
-        search_event_id: e.get("search_event_id"),
-        created_at: e.get("created_at"),
-        session_id: e.get("session_id"),
-        query_text: e.get("query_text"),
-        normalized_query: e.get("normalized_query"),
-        applied_filters: e.get("applied_filters"),
-        strategy: e.get("strategy"),
-        semantic_route: e.get("semantic_route"),
-        eligible_estimate: e.get("eligible_estimate"),
-        arms: e.get("arms"),
-        rerank_status: e.get("rerank_status"),
-        models: e.get("models"),
-        profile: e.get("profile"),
-        timings_ms: e.get("timings_ms"),
-        warnings: e.get("warnings"),
-        limit: e.get("result_limit"),
-        authorized_limit: e.get("authorized_limit"),
-        pool_size: e.get("pool_size"),
-        served_count: e.get("served_count"),
-    };
+impl Event {
+    fn from_row(e: &Row) -> Self {
+        Event {
+            search_event_id: e.get("search_event_id"),
+            created_at: e.get("created_at"),
+            session_id: e.get("session_id"),
+            query_text: e.get("query_text"),
+            normalized_query: e.get("normalized_query"),
+            applied_filters: e.get("applied_filters"),
+            strategy: e.get("strategy"),
+            semantic_route: e.get("semantic_route"),
+            eligible_estimate: e.get("eligible_estimate"),
+            arms: e.get("arms"),
+            rerank_status: e.get("rerank_status"),
+            models: e.get("models"),
+            profile: e.get("profile"),
+            timings_ms: e.get("timings_ms"),
+            warnings: e.get("warnings"),
+            limit: e.get("result_limit"),
+            authorized_limit: e.get("authorized_limit"),
+            pool_size: e.get("pool_size"),
+            served_count: e.get("served_count"),
+            replays_event_id: e.get("replays_event_id"),
+            replay_profile: e.get("replay_profile"),
+            replay_ineligible: e
+                .get::<_, Option<Vec<String>>>("replay_ineligible")
+                .unwrap_or_default(),
+        }
+    }
+}
 
-    let pool: Vec<Candidate> = rows
-        .iter()
-        .map(|r| Candidate {
+impl Candidate {
+    fn from_row(r: &Row) -> Self {
+        Candidate {
             product_id: r.get("product_id"),
             pre_rerank_rank: r.get("pre_rerank_rank"),
             served_rank: r.get("served_rank"),
@@ -132,12 +146,53 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
                 uri: r.get("source_uri"),
                 revision: r.get("source_revision"),
             },
-        })
-        .collect();
+        }
+    }
+}
 
-    let mut out = to_json(&event)?;
+/// Reads receipt `id` if `principal` may read it (its own, with an
+/// explicit authorization); `None` otherwise, whatever the reason.
+pub(crate) async fn read_receipt(
+    tx: &Transaction<'_>,
+    id: Uuid,
+    principal: &str,
+) -> Result<Option<Receipt>, Error> {
+    let Some(e) = tx.query_opt(EVENT_SQL, &[&id, &principal]).await? else {
+        return Ok(None);
+    };
+    let rows = tx.query(POOL_SQL, &[&id, &principal]).await?;
+    Ok(Some(Receipt {
+        event: Event::from_row(&e),
+        pool: rows.iter().map(Candidate::from_row).collect(),
+    }))
+}
+
+pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Result<Value, Error> {
+    let obj = object(args, FIELDS)?;
+    let Some(scope) = scope_id(obj)? else {
+        return Err(Error::NotFound);
+    };
+
+    let mut conn = ctx.conn().await?;
+    let tx = bounded_read(&mut conn, ctx).await?;
+    let receipt = read_receipt(&tx, scope, principal.as_str()).await?;
+    // The replayed event, under the same predicate as this one.
+    let replayed = match receipt.as_ref().and_then(|r| r.event.replays_event_id) {
+        Some(id) => read_receipt(&tx, id, principal.as_str()).await?,
+        None => None,
+    };
+    tx.commit().await?;
+    conn.settle();
+    let Some(receipt) = receipt else {
+        return Err(Error::NotFound);
+    };
+
+    let mut out = to_json(&receipt.event)?;
     out["retrieval_scope_id"] = json!(scope);
-    out["pool"] = to_json(&pool)?;
+    out["pool"] = to_json(&receipt.pool)?;
+    if let Some(before) = replayed {
+        out["replay"] = to_json(&ReplayReport::between(&before, &receipt))?;
+    }
     out["note"] = json!(NOTE);
     Ok(out)
 }

@@ -25,6 +25,8 @@ mod compare;
 mod evidence;
 mod explain;
 
+pub(crate) use explain::{read_receipt, Candidate, Event, Receipt};
+
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::search::request::{check_text, TextKind};
@@ -171,12 +173,12 @@ fn integer(
 /// What a receipt recorded about one candidate's retrieval, read from a row
 /// holding the `receipts.search_candidates` signal columns by name.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-struct ReceiptSignals {
-    lexical: Option<SignalOut>,
-    trigram: Option<SignalOut>,
-    semantic: Option<SignalOut>,
-    rrf_score: Option<f64>,
-    rerank_score: Option<f64>,
+pub(crate) struct ReceiptSignals {
+    pub lexical: Option<SignalOut>,
+    pub trigram: Option<SignalOut>,
+    pub semantic: Option<SignalOut>,
+    pub rrf_score: Option<f64>,
+    pub rerank_score: Option<f64>,
 }
 
 impl ReceiptSignals {

@@ -24,6 +24,7 @@ pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
 pub const EXACT_IDENTIFIER_SQL: &str = include_str!("sql/exact_identifier.sql");
 pub const METADATA_ONLY_SQL: &str = include_str!("sql/metadata_only.sql");
+pub const ELIGIBLE_AMONG_SQL: &str = include_str!("sql/eligible_among.sql");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -550,10 +551,7 @@ pub async fn exact_identifier<C: GenericClient>(
     if key.len() < 3 {
         return Ok(Vec::new());
     }
-    let rows = db
-        .query(EXACT_IDENTIFIER_SQL, &elig.params(&[&key]))
-        .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    product_ids(db, EXACT_IDENTIFIER_SQL, elig, &key).await
 }
 
 /// Eligible products in deterministic order, for filter-only requests.
@@ -562,7 +560,28 @@ pub async fn metadata_only<C: GenericClient>(
     elig: &Eligibility,
     pool: i64,
 ) -> Result<Vec<String>, tokio_postgres::Error> {
-    let rows = db.query(METADATA_ONLY_SQL, &elig.params(&[&pool])).await?;
+    product_ids(db, METADATA_ONLY_SQL, elig, &pool).await
+}
+
+/// Which of `ids` pass the eligibility predicate now, in id order (a replay
+/// asks it of the recorded pool, [`crate::replay`]).
+pub async fn eligible_among<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    ids: &[String],
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    product_ids(db, ELIGIBLE_AMONG_SQL, elig, &ids).await
+}
+
+/// The first column of a statement that takes the eligibility parameters
+/// and one more (`$11`).
+async fn product_ids<C: GenericClient>(
+    db: &C,
+    sql: &str,
+    elig: &Eligibility,
+    extra: &(dyn ToSql + Sync),
+) -> Result<Vec<String>, tokio_postgres::Error> {
+    let rows = db.query(sql, &elig.params(&[extra])).await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -598,6 +617,7 @@ mod tests {
             ("semantic_hnsw", SEMANTIC_HNSW_SQL),
             ("exact_identifier", EXACT_IDENTIFIER_SQL),
             ("metadata_only", METADATA_ONLY_SQL),
+            ("eligible_among", ELIGIBLE_AMONG_SQL),
         ] {
             let at = sql
                 .find(block)

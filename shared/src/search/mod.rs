@@ -260,6 +260,19 @@ pub(crate) struct EventRecord<'a> {
     pub warnings: &'a [String],
     pub profile: Value,
     pub served_count: i32,
+    /// Set when the search replays a recorded one.
+    pub replay: Option<&'a ReplayOf>,
+}
+
+/// What the receipt of a replay records about the event it replays
+/// ([`crate::replay`]; columns of `sql/0013_receipt_replay.sql`).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayOf {
+    pub event: Uuid,
+    /// `recorded` or `current`: which profile the replay ran with.
+    pub profile: &'static str,
+    /// The replayed pool's members that no longer pass its filters.
+    pub ineligible: Vec<String>,
 }
 
 fn ms(t: Instant) -> f64 {
@@ -382,6 +395,29 @@ pub async fn search_variant(
     principal: &Principal,
     req: SearchRequest,
     variant: &Variant,
+) -> Result<SearchResponse, Error> {
+    pipeline(ctx, principal, req, variant, None).await
+}
+
+/// Runs `search_products` as the replay of a recorded event: the serving
+/// pipeline, with a receipt that names the replayed event.
+pub(crate) async fn search_replaying(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: SearchRequest,
+    replay: &ReplayOf,
+) -> Result<SearchResponse, Error> {
+    pipeline(ctx, principal, req, &Variant::SERVING, Some(replay)).await
+}
+
+/// The pipeline of the module comment; `replay` names the event a replay
+/// re-runs, for its receipt.
+async fn pipeline(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: SearchRequest,
+    variant: &Variant,
+    replay: Option<&ReplayOf>,
 ) -> Result<SearchResponse, Error> {
     let started = Instant::now();
     let profile = &ctx.profile;
@@ -652,6 +688,7 @@ pub async fn search_variant(
         warnings: &warnings,
         profile: profile.snapshot(),
         served_count,
+        replay,
     };
     let mut conn = ctx.conn().await?;
     receipt::write(&mut conn, &record, &members, profile.statement_timeout_ms)

@@ -22,12 +22,17 @@ pub(crate) async fn write(
     let pool_size = members.len() as i32;
     let limit = ev.req.limit as i32;
     let authorized = ev.req.authorized_limit as i32;
+    let replays = ev.replay.map(|r| r.event);
+    let replay_profile = ev.replay.map(|r| r.profile);
+    let replay_ineligible = ev.replay.map(|r| r.ineligible.as_slice());
     tx.execute(
         "INSERT INTO receipts.search_events (
              search_event_id, principal, session_id, query_text, normalized_query, applied_filters,
              strategy, semantic_route, eligible_estimate, pool_size, result_limit, authorized_limit,
-             served_count, rerank_status, models, arms, timings_ms, warnings, profile)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             served_count, rerank_status, models, arms, timings_ms, warnings, profile,
+             replays_event_id, replay_profile, replay_ineligible)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                 $20, $21, $22)",
         &[
             &ev.id,
             &ev.principal.as_str(),
@@ -48,6 +53,9 @@ pub(crate) async fn write(
             &timings,
             &warnings,
             &ev.profile,
+            &replays,
+            &replay_profile,
+            &replay_ineligible,
         ],
     )
     .await?;
