@@ -3,7 +3,8 @@
 
 use mosaic::eval::CatalogRow;
 use mosaic::search::arms::{self, Eligibility, Verdict};
-use mosaic::search::{search, Filters, SearchRequest, SearchResponse, Shape};
+use mosaic::search::fusion::Arm;
+use mosaic::search::{search, Filters, RerankStatus, SearchRequest, SearchResponse, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
 use mosaic_integration_tests::{ctx, rerankers, texts, TestDb};
 use rand::seq::SliceRandom;
@@ -249,8 +250,8 @@ async fn the_semantic_arm_fills_its_limit_on_every_route() {
     .unwrap();
     let d = r.diagnostics.unwrap();
     assert_eq!(d.semantic_route.as_deref(), Some("exact"));
-    assert_eq!(d.arms["semantic"].returned, 25);
-    assert_eq!(d.arms["semantic"].verdict, Verdict::Full);
+    assert_eq!(d.arms[Arm::Semantic].returned, 25);
+    assert_eq!(d.arms[Arm::Semantic].verdict, Verdict::Full);
 
     let c = ctx(&db, RetrievalProfile::default());
     // ~37%: a broad domain filter, HNSW route with iterative scans.
@@ -263,7 +264,7 @@ async fn the_semantic_arm_fills_its_limit_on_every_route() {
     .unwrap();
     let d = r.diagnostics.unwrap();
     assert_eq!(d.semantic_route.as_deref(), Some("hnsw"));
-    assert_eq!(d.arms["semantic"].returned, 150);
+    assert_eq!(d.arms[Arm::Semantic].returned, 150);
 
     // Anti-correlated: a headphone query restricted to the outdoor domain.
     let r = run(
@@ -279,7 +280,7 @@ async fn the_semantic_arm_fills_its_limit_on_every_route() {
         "{:?}",
         d.semantic_route
     );
-    assert_eq!(d.arms["semantic"].returned, 150);
+    assert_eq!(d.arms[Arm::Semantic].returned, 150);
 
     // A scan budget too small to fill the limit: whichever plan the
     // planner picks, the arm returns everything it should, and says how.
@@ -308,7 +309,7 @@ async fn the_semantic_arm_fills_its_limit_on_every_route() {
             route == "hnsw" || route == "hnsw_underfilled_then_exact",
             "{route}"
         );
-        assert_eq!(d.arms["semantic"].returned, 150, "{filters}: {route}");
+        assert_eq!(d.arms[Arm::Semantic].returned, 150, "{filters}: {route}");
         // The receipt records the route and the eligible estimate.
         let rt = db.runtime().await;
         let row = rt
@@ -354,7 +355,10 @@ async fn exact_sku_and_model_stay_first_whatever_the_reranker_says() {
         assert_eq!(r.results[0].product_id, "P0000123", "{q}");
         assert!(r.results[0].exact_match);
         assert_eq!(r.results[0].match_reason, "exact_identifier");
-        assert_eq!(r.diagnostics.as_ref().unwrap().rerank_status, "reranked");
+        assert_eq!(
+            r.diagnostics.as_ref().unwrap().rerank_status,
+            RerankStatus::Reranked
+        );
         // The reverse reranker really reordered the rest.
         assert!(
             r.results[1].signals.pre_rerank_rank > 2,
@@ -396,7 +400,7 @@ async fn a_rogue_reranker_cannot_add_or_duplicate_candidates() {
     ib.sort();
     assert_eq!(ia, ib, "the reranker changed the set, not just the order");
     let d = b.diagnostics.unwrap();
-    assert_eq!(d.rerank_status, "reranked");
+    assert_eq!(d.rerank_status, RerankStatus::Reranked);
     assert!(d.warnings.iter().any(|w| w.contains("ignored")));
 }
 
@@ -420,7 +424,7 @@ async fn a_slow_or_failing_reranker_keeps_the_fused_order_within_the_deadline() 
         let r = run(&c, body.clone()).await.unwrap();
         let elapsed = t.elapsed();
         let d = r.diagnostics.as_ref().unwrap();
-        assert_eq!(d.rerank_status, "fallback_fused");
+        assert_eq!(d.rerank_status, RerankStatus::FallbackFused);
         assert!(
             d.warnings
                 .iter()
@@ -670,7 +674,7 @@ async fn metadata_only_results_carry_null_scores_and_a_filter_reason() {
     assert!(json["results"][0]["score"].is_null());
     assert_eq!(
         r.diagnostics.as_ref().unwrap().rerank_status,
-        "skipped_metadata_only"
+        RerankStatus::SkippedMetadataOnly
     );
     // Deterministic: the same request gives the same order.
     let again = run(&c, body).await.unwrap();
@@ -808,7 +812,7 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
         .await
         .unwrap();
     let d = r.diagnostics.as_ref().unwrap();
-    assert!(d.arms["semantic"].returned > 0 && d.arms["lexical"].returned > 0);
+    assert!(d.arms[Arm::Semantic].returned > 0 && d.arms[Arm::Lexical].returned > 0);
     let rt = db.runtime().await;
     let leaked: i64 = rt
         .query_one(
@@ -968,7 +972,7 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
         assert_eq!(served(&a), served(&c), "{body}");
         let lanes = |r: &SearchResponse| {
             let d = r.diagnostics.as_ref().unwrap();
-            ["lexical", "trigram", "semantic"].map(|arm| d.arms[arm].connection)
+            Arm::ALL.map(|arm| d.arms[arm].connection)
         };
         assert_eq!(lanes(&a), [Some(0); 3], "{body}");
         assert_eq!(lanes(&b), [Some(0), Some(1), Some(2)], "{body}");

@@ -6,6 +6,7 @@ use mosaic::catalog::generator::Generator;
 use mosaic::catalog::load;
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::minilm::MiniLmEmbedder;
+use mosaic::search::fusion::Arm;
 use mosaic::search::{search, SearchRequest, Shape};
 use mosaic::{Principal, RetrievalProfile};
 use mosaic_integration_tests::TestDb;
@@ -64,7 +65,7 @@ async fn a_descriptive_query_without_title_words_is_found_by_the_semantic_arm() 
     // The semantic arm ranks headphones first on its own.
     let d = r.diagnostics.unwrap();
     assert_eq!(
-        d.arms["semantic"].verdict,
+        d.arms[Arm::Semantic].verdict,
         mosaic::search::arms::Verdict::Full
     );
     let top = r

@@ -11,6 +11,7 @@ use clap::Args;
 use mosaic::bench::{self, BenchQuery, ShapeBuilder, Summary, SHAPES};
 use mosaic::embed::Embedder;
 use mosaic::search::arms::{Eligibility, Verdict};
+use mosaic::search::fusion::Arm;
 use mosaic::search::{SearchRequest, Shape};
 use mosaic::{db, Ctx, Principal, RetrievalProfile};
 use serde_json::{json, Value};
@@ -386,7 +387,7 @@ async fn bench_size(
                 kind.entry(stage).or_default().push(timing(stage));
             }
             *st.strategies.entry(d.strategy.as_str().into()).or_default() += 1;
-            let sem = &d.arms["semantic"];
+            let sem = &d.arms[Arm::Semantic];
             let route = sem.mode.clone().unwrap_or_default();
             *st.routes.entry(route.clone()).or_default() += 1;
             let enough = sem.eligible_estimate.unwrap_or(0).min(sem.limit);
@@ -396,7 +397,7 @@ async fn bench_size(
                 st.semantic_short += 1;
             }
             st.semantic_returned.push(sem.returned as f64);
-            if d.arms["lexical"].verdict == Verdict::BudgetCut {
+            if d.arms[Arm::Lexical].verdict == Verdict::BudgetCut {
                 st.lexical_budget_cut += 1;
             }
 

@@ -455,7 +455,7 @@ pub async fn run(
                     o.rerank_status = resp
                         .diagnostics
                         .as_ref()
-                        .map(|d| d.rerank_status.clone())
+                        .map(|d| d.rerank_status.to_string())
                         .unwrap_or_default();
                     o
                 }

@@ -34,7 +34,7 @@ use crate::error::Error;
 use crate::profile::RetrievalProfile;
 use crate::scope::{read_receipt, Event, Receipt};
 use crate::search::arms::{self, Eligibility};
-use crate::search::{ReplayOf, SearchRequest, Shape};
+use crate::search::{ReplayOf, RerankStatus, SearchRequest, Shape};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
@@ -164,7 +164,7 @@ fn request_of(e: &Event, profile: &RetrievalProfile) -> Result<SearchRequest, Er
         "filters": e.applied_filters,
         "limit": e.limit,
         "authorized_limit": e.authorized_limit,
-        "rerank": e.rerank_status != "skipped_by_request",
+        "rerank": e.rerank_status != RerankStatus::SkippedByRequest,
     });
     if let Some(q) = &e.query_text {
         args["query"] = json!(q);

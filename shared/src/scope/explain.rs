@@ -73,7 +73,7 @@ pub(crate) struct Event {
     pub semantic_route: Option<String>,
     pub eligible_estimate: Option<i64>,
     pub arms: Value,
-    pub rerank_status: String,
+    pub rerank_status: crate::search::RerankStatus,
     pub models: Value,
     pub profile: Value,
     timings_ms: Value,

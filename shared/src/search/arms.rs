@@ -8,6 +8,7 @@
 //! * `exhausted`: fewer eligible matches exist than its limit;
 //! * `budget_cut`: a scan budget stopped it before it could know.
 
+use super::fusion::Arm;
 use super::request::Filters;
 use super::trgm::WordSimilarity;
 use crate::profile::RetrievalProfile;
@@ -54,6 +55,40 @@ pub struct ArmResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connection: Option<usize>,
     pub ms: f64,
+}
+
+/// The three arms' results of one search; none for a metadata-only one.
+/// Serialised as an object keyed by arm name, in name order.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ArmResults {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lexical: Option<ArmResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<ArmResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigram: Option<ArmResult>,
+}
+
+impl ArmResults {
+    /// One arm's result, when the arms ran.
+    pub fn get(&self, arm: Arm) -> Option<&ArmResult> {
+        match arm {
+            Arm::Lexical => self.lexical.as_ref(),
+            Arm::Trigram => self.trigram.as_ref(),
+            Arm::Semantic => self.semantic.as_ref(),
+        }
+    }
+}
+
+/// `results[arm]`: the arm's result; panics for a metadata-only search,
+/// whose arms did not run.
+impl std::ops::Index<Arm> for ArmResults {
+    type Output = ArmResult;
+
+    fn index(&self, arm: Arm) -> &ArmResult {
+        self.get(arm)
+            .unwrap_or_else(|| panic!("the {} arm did not run", arm.name()))
+    }
 }
 
 impl ArmResult {

@@ -17,6 +17,10 @@
 //! 7. the top `limit` are served, the first `authorized_limit` granted;
 //! 8. the event and every pool member are written in one transaction before
 //!    the answer leaves; if that fails, nothing is served (503).
+//!
+//! `pipeline` runs them as one call per stage: `candidates` (2–5, with
+//! `metadata_only` and `pool_of`), `hydrate` (the pool's catalog fields),
+//! `rerank_stage` (6), `grant` (7), `persist` (8) and `respond`.
 
 pub mod arms;
 pub mod fusion;
@@ -31,7 +35,7 @@ use crate::context::{Ctx, Principal};
 use crate::embed::EmbedKind;
 use crate::error::Error;
 use crate::rerank;
-use arms::{ArmResult, Eligibility};
+use arms::{ArmResults, Eligibility};
 use fusion::{Arm, ArmSignal};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -54,6 +58,73 @@ impl Strategy {
             Strategy::MetadataOnly => "metadata_only",
             Strategy::Hybrid => "hybrid",
         }
+    }
+}
+
+/// What the rerank stage did; stored in the receipt as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerankStatus {
+    /// The pool was reordered by the reranker's scores.
+    Reranked,
+    /// The reranker failed or passed its deadline: the fused order stands.
+    FallbackFused,
+    /// A metadata-only search has no query to rerank by.
+    SkippedMetadataOnly,
+    /// The request (or an evaluation variant) turned the stage off.
+    SkippedByRequest,
+    /// Nothing to rerank.
+    SkippedEmptyPool,
+    /// No reranker is configured.
+    SkippedNoReranker,
+}
+
+impl RerankStatus {
+    pub const ALL: [RerankStatus; 6] = [
+        RerankStatus::Reranked,
+        RerankStatus::FallbackFused,
+        RerankStatus::SkippedMetadataOnly,
+        RerankStatus::SkippedByRequest,
+        RerankStatus::SkippedEmptyPool,
+        RerankStatus::SkippedNoReranker,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RerankStatus::Reranked => "reranked",
+            RerankStatus::FallbackFused => "fallback_fused",
+            RerankStatus::SkippedMetadataOnly => "skipped_metadata_only",
+            RerankStatus::SkippedByRequest => "skipped_by_request",
+            RerankStatus::SkippedEmptyPool => "skipped_empty_pool",
+            RerankStatus::SkippedNoReranker => "skipped_no_reranker",
+        }
+    }
+
+    /// The status a receipt recorded by name.
+    pub fn from_name(name: &str) -> Option<RerankStatus> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+/// Read back from a receipt's `rerank_status` column (text).
+impl<'a> tokio_postgres::types::FromSql<'a> for RerankStatus {
+    fn from_sql(
+        ty: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let name = <&str as tokio_postgres::types::FromSql>::from_sql(ty, raw)?;
+        RerankStatus::from_name(name)
+            .ok_or_else(|| format!("unknown rerank status {name:?}").into())
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        <&str as tokio_postgres::types::FromSql>::accepts(ty)
+    }
+}
+
+impl std::fmt::Display for RerankStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -123,11 +194,11 @@ pub struct SearchResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct Diagnostics {
     pub strategy: Strategy,
-    pub arms: BTreeMap<&'static str, ArmResult>,
+    pub arms: ArmResults,
     pub semantic_route: Option<String>,
     pub eligible_estimate: Option<i64>,
     pub pool_size: usize,
-    pub rerank_status: String,
+    pub rerank_status: RerankStatus,
     pub models: Value,
     pub timings_ms: BTreeMap<&'static str, f64>,
     pub warnings: Vec<String>,
@@ -169,6 +240,31 @@ struct ProductRow {
 }
 
 impl ProductRow {
+    /// A row of `sql/hydrate.sql`.
+    fn from_row(r: &tokio_postgres::Row) -> Self {
+        let attributes = match r.get::<_, Value>(12) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        ProductRow {
+            sku: r.get(1),
+            model: r.get(2),
+            brand: r.get(3),
+            title: r.get(4),
+            domain: r.get(5),
+            category_key: r.get(6),
+            description: r.get(7),
+            price_cents: r.get(8),
+            currency: r.get(9),
+            rating: r.get(10),
+            availability: r.get(11),
+            attributes,
+            source_uri: r.get(13),
+            revision: r.get(14),
+            document: r.get(15),
+        }
+    }
+
     /// The pool member as a reranker that reads `reads` sees it.
     fn rerank_candidate(&self, reads: rerank::Reads) -> rerank::Candidate {
         rerank::Candidate {
@@ -253,7 +349,7 @@ pub(crate) struct EventRecord<'a> {
     pub strategy: Strategy,
     pub semantic_route: Option<String>,
     pub eligible_estimate: Option<i64>,
-    pub rerank_status: &'a str,
+    pub rerank_status: RerankStatus,
     pub models: &'a Value,
     pub arms: Value,
     pub timings: &'a BTreeMap<&'static str, f64>,
@@ -410,8 +506,30 @@ pub(crate) async fn search_replaying(
     pipeline(ctx, principal, req, &Variant::SERVING, Some(replay)).await
 }
 
-/// The pipeline of the module comment; `replay` names the event a replay
-/// re-runs, for its receipt.
+/// Timings and warnings, collected along the pipeline.
+#[derive(Default)]
+struct Trace {
+    timings: BTreeMap<&'static str, f64>,
+    warnings: Vec<String>,
+}
+
+/// The candidates before hydration (stages 2–5).
+struct Candidates {
+    strategy: Strategy,
+    arms: ArmResults,
+    members: Vec<Member>,
+}
+
+/// The pool with its catalog fields, and the query's lexeme statistics
+/// when the reranker scores from the catalog.
+struct Hydrated {
+    members: Vec<Member>,
+    products: BTreeMap<String, ProductRow>,
+    lexeme_rows: Vec<tokio_postgres::Row>,
+}
+
+/// The pipeline of the module comment, one stage per call; `replay` names
+/// the event a replay re-runs, for its receipt.
 async fn pipeline(
     ctx: &Ctx,
     principal: &Principal,
@@ -420,377 +538,526 @@ async fn pipeline(
     replay: Option<&ReplayOf>,
 ) -> Result<SearchResponse, Error> {
     let started = Instant::now();
-    let profile = &ctx.profile;
-    let mut timings: BTreeMap<&'static str, f64> = BTreeMap::new();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut trace = Trace::default();
     // Cancels its statement if this search is abandoned at a deadline.
     let mut conn = ctx.conn().await?;
-    let client: &mut tokio_postgres::Client = &mut conn;
-    let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
     // Negated terms are enforced by the eligibility predicate; the
     // similarity-based stages (arms, rerank) see only what the caller wants.
     let positive = req.normalized_query.as_deref().map(without_negations);
-    let mut arm_results: BTreeMap<&'static str, ArmResult> = BTreeMap::new();
+    let found = candidates(
+        ctx,
+        &mut conn,
+        &req,
+        variant,
+        positive.as_deref(),
+        &mut trace,
+    )
+    .await?;
+    let reads_catalog = reads_catalog(ctx, &req, variant, &found.members);
+    let mut pool = hydrate(
+        ctx,
+        &mut conn,
+        found.members,
+        positive.as_deref(),
+        reads_catalog,
+    )
+    .await?;
+    trace.timings.insert("hydrate", pool.ms);
+    // The connection goes back to the pool while the reranker runs; the
+    // receipt takes one again.
+    conn.settle();
+    drop(conn);
+    let wanted = req.normalized_query.is_some() && req.rerank && variant.rerank;
+    let query = positive.as_deref().or(req.normalized_query.as_deref());
+    let status = rerank_stage(
+        ctx,
+        wanted.then_some(query).flatten(),
+        req.normalized_query.is_none(),
+        &mut pool.hydrated,
+        &mut trace,
+    )
+    .await;
+    grant(&mut pool.hydrated.members, &req);
+    let id = persist(
+        ctx,
+        principal,
+        &req,
+        &found.arms,
+        found.strategy,
+        status,
+        &pool.hydrated.members,
+        replay,
+        started,
+        &mut trace,
+    )
+    .await?;
+    Ok(respond(
+        ctx,
+        id,
+        req,
+        found.strategy,
+        found.arms,
+        status,
+        pool.hydrated,
+        trace,
+    ))
+}
 
-    // 2–5: strategy, arms, fusion.
-    let (strategy, mut members) = match req.normalized_query.as_deref() {
-        None => {
-            let t = Instant::now();
-            // In a read-only transaction of its own, so that the statement
-            // is bounded by the same `SET LOCAL statement_timeout` as the
-            // arms' (connections through RDS Proxy have no session default).
-            let tx = client.build_transaction().read_only(true).start().await?;
-            arms::apply_settings(&tx, profile).await?;
-            let ids = arms::metadata_only(&tx, &elig, profile.pool_size as i64).await?;
-            tx.commit().await?;
-            timings.insert("metadata", ms(t));
-            let members = ids
-                .into_iter()
-                .enumerate()
-                .map(|(i, id)| {
-                    Member::new(id, [None; 3], None, i as i32 + 1, false, "filter".into())
-                })
-                .collect();
-            (Strategy::MetadataOnly, members)
-        }
-        Some(q) => {
-            let positive = positive.as_deref().unwrap_or(q);
-            let out = lanes::run_arms(ctx, client, variant, &elig, q, positive).await?;
-            let lanes::ArmsOutcome {
-                exact_ids,
-                lexical,
-                trigram,
-                semantic,
-                ..
-            } = out;
-            warnings.extend(out.warning);
-            timings.insert("embed", out.embed_ms);
-            timings.insert("lexical", lexical.ms);
-            timings.insert("trigram", trigram.ms);
-            timings.insert("semantic", semantic.ms);
-            timings.insert("arms", out.arms_ms);
-
-            let t = Instant::now();
-            let lists = [
-                (Arm::Lexical, lexical.candidates.as_slice()),
-                (Arm::Trigram, trigram.candidates.as_slice()),
-                (Arm::Semantic, semantic.candidates.as_slice()),
-            ];
-            let fused = match variant.weights {
-                None => fusion::fuse(&lists, profile.rrf_k, profile.pool_size),
-                Some([l, t, s]) => fusion::fuse_weighted(
-                    &lists,
-                    &[(Arm::Lexical, l), (Arm::Trigram, t), (Arm::Semantic, s)],
-                    profile.rrf_k,
-                    profile.pool_size,
-                ),
-            };
-            // Exact identifier matches are pinned in front of the fused pool.
-            let mut members: Vec<Member> = Vec::with_capacity(profile.pool_size);
-            for id in &exact_ids {
-                let f = fused.iter().find(|f| &f.product_id == id);
-                members.push(Member::new(
-                    id.clone(),
-                    f.map_or([None; 3], |f| f.signals),
-                    f.map(|f| f.rrf_score),
-                    0,
-                    true,
-                    "exact_identifier".into(),
-                ));
-            }
-            for f in fused {
-                if members.len() >= profile.pool_size {
-                    break;
-                }
-                if !exact_ids.contains(&f.product_id) {
-                    let reason = match_reason(&f.signals);
-                    members.push(Member::new(
-                        f.product_id,
-                        f.signals,
-                        Some(f.rrf_score),
-                        0,
-                        false,
-                        reason,
-                    ));
-                }
-            }
-            for (i, m) in members.iter_mut().enumerate() {
-                m.pre_rerank_rank = i as i32 + 1;
-            }
-            timings.insert("fusion", ms(t));
-            arm_results.insert("lexical", lexical);
-            arm_results.insert("trigram", trigram);
-            arm_results.insert("semantic", semantic);
-            let strategy = if exact_ids.is_empty() {
-                Strategy::Hybrid
-            } else {
-                Strategy::ExactIdentifier
-            };
-            (strategy, members)
-        }
+/// Stages 2–5: the strategy, the arms and the fused pool (or the filters'
+/// order for a metadata-only search).
+async fn candidates(
+    ctx: &Ctx,
+    client: &mut tokio_postgres::Client,
+    req: &SearchRequest,
+    variant: &Variant,
+    positive: Option<&str>,
+    trace: &mut Trace,
+) -> Result<Candidates, Error> {
+    let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
+    let Some(q) = req.normalized_query.as_deref() else {
+        return metadata_only(client, &elig, &ctx.profile, trace).await;
     };
-
-    // Catalog fields for the pool, and what the reranker reads of the
-    // catalog when it scores from it (the local one).
+    let positive = positive.unwrap_or(q);
+    let out = lanes::run_arms(ctx, client, variant, &elig, q, positive).await?;
+    trace.warnings.extend(out.warning);
+    trace.timings.insert("embed", out.embed_ms);
+    trace.timings.insert("lexical", out.lexical.ms);
+    trace.timings.insert("trigram", out.trigram.ms);
+    trace.timings.insert("semantic", out.semantic.ms);
+    trace.timings.insert("arms", out.arms_ms);
     let t = Instant::now();
-    let reads_catalog = req.normalized_query.is_some()
+    let lists = [
+        (Arm::Lexical, out.lexical.candidates.as_slice()),
+        (Arm::Trigram, out.trigram.candidates.as_slice()),
+        (Arm::Semantic, out.semantic.candidates.as_slice()),
+    ];
+    let profile = &ctx.profile;
+    let fused = match variant.weights {
+        None => fusion::fuse(&lists, profile.rrf_k, profile.pool_size),
+        Some([l, t, s]) => fusion::fuse_weighted(
+            &lists,
+            &[(Arm::Lexical, l), (Arm::Trigram, t), (Arm::Semantic, s)],
+            profile.rrf_k,
+            profile.pool_size,
+        ),
+    };
+    let members = pool_of(&out.exact_ids, fused, profile.pool_size);
+    trace.timings.insert("fusion", ms(t));
+    let strategy = match out.exact_ids.is_empty() {
+        true => Strategy::Hybrid,
+        false => Strategy::ExactIdentifier,
+    };
+    let arms = ArmResults {
+        lexical: Some(out.lexical),
+        semantic: Some(out.semantic),
+        trigram: Some(out.trigram),
+    };
+    Ok(Candidates {
+        strategy,
+        arms,
+        members,
+    })
+}
+
+/// A metadata-only search: the eligible products in the filters' order.
+async fn metadata_only(
+    client: &mut tokio_postgres::Client,
+    elig: &Eligibility,
+    profile: &crate::profile::RetrievalProfile,
+    trace: &mut Trace,
+) -> Result<Candidates, Error> {
+    let t = Instant::now();
+    // In a read-only transaction of its own, so that the statement is
+    // bounded by the same `SET LOCAL statement_timeout` as the arms'
+    // (connections through RDS Proxy have no session default).
+    let tx = client.build_transaction().read_only(true).start().await?;
+    arms::apply_settings(&tx, profile).await?;
+    let ids = arms::metadata_only(&tx, elig, profile.pool_size as i64).await?;
+    tx.commit().await?;
+    trace.timings.insert("metadata", ms(t));
+    let members = ids
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| Member::filtered(id, i as i32 + 1))
+        .collect();
+    Ok(Candidates {
+        strategy: Strategy::MetadataOnly,
+        arms: ArmResults::default(),
+        members,
+    })
+}
+
+/// The pool: exact identifier matches pinned in front of the fused order,
+/// at most `size` members, ranked from 1.
+fn pool_of(exact_ids: &[String], fused: Vec<fusion::Fused>, size: usize) -> Vec<Member> {
+    let mut members: Vec<Member> = exact_ids
+        .iter()
+        .map(|id| Member::exact(id.clone(), fused.iter().find(|f| &f.product_id == id)))
+        .collect();
+    let rest = fused
+        .into_iter()
+        .filter(|f| !exact_ids.contains(&f.product_id));
+    members.extend(rest.map(Member::fused));
+    members.truncate(size.max(exact_ids.len()));
+    for (i, m) in members.iter_mut().enumerate() {
+        m.pre_rerank_rank = i as i32 + 1;
+        m.final_rank = m.pre_rerank_rank;
+    }
+    members
+}
+
+/// Whether the rerank stage will run with a reranker that scores from the
+/// catalog (the local one), so that hydration reads what it needs.
+fn reads_catalog(ctx: &Ctx, req: &SearchRequest, variant: &Variant, members: &[Member]) -> bool {
+    req.normalized_query.is_some()
         && req.rerank
         && variant.rerank
         && !members.is_empty()
         && ctx
             .reranker
             .as_ref()
-            .is_some_and(|r| r.reads() == rerank::Reads::Catalog);
+            .is_some_and(|r| r.reads() == rerank::Reads::Catalog)
+}
+
+/// What [`hydrate`] gives back, with how long it took.
+struct HydrateOutcome {
+    hydrated: Hydrated,
+    ms: f64,
+}
+
+/// The pool's catalog fields, and the rerank stage's catalog statistics for
+/// the query's lexemes, read in one bounded transaction: the reranker itself
+/// touches no connection. Members whose product is gone are dropped.
+async fn hydrate(
+    ctx: &Ctx,
+    client: &mut tokio_postgres::Client,
+    mut members: Vec<Member>,
+    positive: Option<&str>,
+    reads_catalog: bool,
+) -> Result<HydrateOutcome, Error> {
+    let t = Instant::now();
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
-    let tx = crate::db::bounded_transaction(client, profile.statement_timeout_ms, true).await?;
+    let tx = crate::db::bounded_transaction(client, ctx.profile.statement_timeout_ms, true).await?;
     let rows = tx
         .query(include_str!("sql/hydrate.sql"), &[&ids, &reads_catalog])
         .await?;
-    // The rerank stage's catalog statistics for the query's lexemes, read in
-    // the same transaction: the reranker itself touches no connection.
-    let lexeme_rows = match (&positive, reads_catalog) {
+    let lexeme_rows = match (positive, reads_catalog) {
         (Some(p), true) => {
-            tx.query(include_str!("sql/query_lexemes.sql"), &[p])
+            tx.query(include_str!("sql/query_lexemes.sql"), &[&p])
                 .await?
         }
         _ => Vec::new(),
     };
     tx.commit().await?;
-    // The connection goes back to the pool while the reranker runs; the
-    // receipt takes one again.
-    conn.settle();
-    drop(conn);
-    let mut products: BTreeMap<String, ProductRow> = BTreeMap::new();
-    for r in rows {
-        let attributes = match r.get::<_, Value>(12) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        products.insert(
-            r.get(0),
-            ProductRow {
-                sku: r.get(1),
-                model: r.get(2),
-                brand: r.get(3),
-                title: r.get(4),
-                domain: r.get(5),
-                category_key: r.get(6),
-                description: r.get(7),
-                price_cents: r.get(8),
-                currency: r.get(9),
-                rating: r.get(10),
-                availability: r.get(11),
-                attributes,
-                source_uri: r.get(13),
-                revision: r.get(14),
-                document: r.get(15),
-            },
-        );
-    }
+    let products: BTreeMap<String, ProductRow> = rows
+        .iter()
+        .map(|r| (r.get(0), ProductRow::from_row(r)))
+        .collect();
     members.retain(|m| products.contains_key(&m.product_id));
     for m in &mut members {
         let p = &products[&m.product_id];
         m.source_uri = p.source_uri.clone();
         m.source_revision = p.revision;
     }
-    timings.insert("hydrate", ms(t));
+    Ok(HydrateOutcome {
+        hydrated: Hydrated {
+            members,
+            products,
+            lexeme_rows,
+        },
+        ms: ms(t),
+    })
+}
 
-    // 6: rerank under a deadline.
+/// Stage 6: the rerank under its deadline. `query` is what the reranker
+/// scores against, `None` when the request or the variant turned the stage
+/// off; on failure or past the deadline the fused order stands.
+async fn rerank_stage(
+    ctx: &Ctx,
+    query: Option<&str>,
+    metadata_only: bool,
+    pool: &mut Hydrated,
+    trace: &mut Trace,
+) -> RerankStatus {
     let t = Instant::now();
-    let rerank_status: String = match (&req.normalized_query, &ctx.reranker) {
-        (None, _) => "skipped_metadata_only".into(),
-        _ if !req.rerank || !variant.rerank => "skipped_by_request".into(),
-        _ if members.is_empty() => "skipped_empty_pool".into(),
+    let status = match (query, &ctx.reranker) {
+        _ if metadata_only => RerankStatus::SkippedMetadataOnly,
+        (None, _) => RerankStatus::SkippedByRequest,
+        _ if pool.members.is_empty() => RerankStatus::SkippedEmptyPool,
         (Some(_), None) => {
-            warnings.push("rerank skipped: no reranker is configured".into());
-            "skipped_no_reranker".into()
+            trace
+                .warnings
+                .push("rerank skipped: no reranker is configured".into());
+            RerankStatus::SkippedNoReranker
         }
         (Some(q), Some(reranker)) => {
-            let sent = members.len().min(profile.rerank_candidates);
-            let deadline = Duration::from_millis(profile.rerank_deadline_ms);
-            let query = positive.as_deref().unwrap_or(q);
-            let pool = rerank_pool(
-                query,
-                reranker.reads(),
-                &lexeme_rows,
-                &members[..sent],
-                &products,
-            );
-            match tokio::time::timeout(deadline, reranker.rerank(&pool)).await {
-                Ok(Ok(scored)) => {
-                    let pinned: Vec<usize> = (0..members.len())
-                        .filter(|&i| members[i].exact_match)
-                        .collect();
-                    let r = rerank::apply(members.len(), sent, &pinned, &scored);
-                    if !r.ignored.is_empty() {
-                        warnings.push(format!(
-                            "reranker returned {} unknown or repeated indices; they were ignored",
-                            r.ignored.len()
-                        ));
-                    }
-                    for (i, s) in r.scores.iter().enumerate() {
-                        members[i].rerank_score = *s;
-                    }
-                    let old = std::mem::take(&mut members);
-                    let mut slots: Vec<Option<Member>> = old.into_iter().map(Some).collect();
-                    members = r.order.iter().filter_map(|&i| slots[i].take()).collect();
-                    "reranked".into()
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "rerank failed; keeping the fused order");
-                    warnings.push("rerank failed; the fused order was kept".into());
-                    "fallback_fused".into()
-                }
-                Err(_) => {
-                    warnings.push(format!(
-                        "rerank exceeded its {} ms deadline; the fused order was kept",
-                        profile.rerank_deadline_ms
-                    ));
-                    "fallback_fused".into()
-                }
-            }
+            rerank_with(&ctx.profile, reranker.as_ref(), q, pool, trace).await
         }
     };
-    timings.insert("rerank", ms(t));
+    trace.timings.insert("rerank", ms(t));
+    status
+}
 
-    // 7: serve and grant.
+/// Sends the first `rerank_candidates` members to `reranker` and reorders
+/// the pool by its answer (exact matches stay pinned).
+async fn rerank_with(
+    profile: &crate::profile::RetrievalProfile,
+    reranker: &dyn rerank::Reranker,
+    query: &str,
+    pool: &mut Hydrated,
+    trace: &mut Trace,
+) -> RerankStatus {
+    let sent = pool.members.len().min(profile.rerank_candidates);
+    let deadline = Duration::from_millis(profile.rerank_deadline_ms);
+    let input = rerank_pool(
+        query,
+        reranker.reads(),
+        &pool.lexeme_rows,
+        &pool.members[..sent],
+        &pool.products,
+    );
+    let scored = match tokio::time::timeout(deadline, reranker.rerank(&input)).await {
+        Ok(Ok(scored)) => scored,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "rerank failed; keeping the fused order");
+            trace
+                .warnings
+                .push("rerank failed; the fused order was kept".into());
+            return RerankStatus::FallbackFused;
+        }
+        Err(_) => {
+            trace.warnings.push(format!(
+                "rerank exceeded its {} ms deadline; the fused order was kept",
+                profile.rerank_deadline_ms
+            ));
+            return RerankStatus::FallbackFused;
+        }
+    };
+    let members = &mut pool.members;
+    let pinned: Vec<usize> = (0..members.len())
+        .filter(|&i| members[i].exact_match)
+        .collect();
+    let r = rerank::apply(members.len(), sent, &pinned, &scored);
+    if !r.ignored.is_empty() {
+        trace.warnings.push(format!(
+            "reranker returned {} unknown or repeated indices; they were ignored",
+            r.ignored.len()
+        ));
+    }
+    for (i, s) in r.scores.iter().enumerate() {
+        members[i].rerank_score = *s;
+    }
+    let mut slots: Vec<Option<Member>> = std::mem::take(members).into_iter().map(Some).collect();
+    *members = r.order.iter().filter_map(|&i| slots[i].take()).collect();
+    RerankStatus::Reranked
+}
+
+/// Stage 7: the first `limit` are served, the first `authorized_limit`
+/// granted.
+fn grant(members: &mut [Member], req: &SearchRequest) {
     for (i, m) in members.iter_mut().enumerate() {
         let rank = i as i32 + 1;
         m.final_rank = rank;
         m.served_rank = (i64::from(rank) <= req.limit).then_some(rank);
         m.granted = i64::from(rank) <= req.authorized_limit;
     }
-    let semantic_route = arm_results.get("semantic").and_then(|a| a.mode.clone());
-    let eligible_estimate = arm_results
-        .get("semantic")
-        .and_then(|a| a.eligible_estimate);
-    let models = json!({
+}
+
+/// The models the search used, as recorded and reported.
+fn models(ctx: &Ctx) -> Value {
+    json!({
         "embedding": ctx.embedder.as_ref().map(|e| e.model_id().to_string()),
         "reranker": ctx.reranker.as_ref().map(|r| r.model_id().to_string()),
-    });
-    let served_count = members.iter().filter(|m| m.served_rank.is_some()).count() as i32;
-    timings.insert("total_before_receipt", ms(started));
+    })
+}
 
-    // 8: the receipt, before the answer.
+/// Stage 8: the event and every pool member, in one transaction, before the
+/// answer leaves; if the write fails nothing is served.
+#[allow(clippy::too_many_arguments)]
+async fn persist(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: &SearchRequest,
+    arms: &ArmResults,
+    strategy: Strategy,
+    rerank_status: RerankStatus,
+    members: &[Member],
+    replay: Option<&ReplayOf>,
+    started: Instant,
+    trace: &mut Trace,
+) -> Result<Uuid, Error> {
+    let served_count = members.iter().filter(|m| m.served_rank.is_some()).count() as i32;
+    trace.timings.insert("total_before_receipt", ms(started));
     let id = Uuid::new_v4();
     let t = Instant::now();
+    let semantic = arms.get(Arm::Semantic);
     let record = EventRecord {
         id,
         principal,
-        req: &req,
+        req,
         strategy,
-        semantic_route: semantic_route.clone(),
-        eligible_estimate,
-        rerank_status: &rerank_status,
-        models: &models,
-        arms: serde_json::to_value(&arm_results).map_err(|e| Error::Internal(e.to_string()))?,
-        timings: &timings,
-        warnings: &warnings,
-        profile: profile.snapshot(),
+        semantic_route: semantic.and_then(|a| a.mode.clone()),
+        eligible_estimate: semantic.and_then(|a| a.eligible_estimate),
+        rerank_status,
+        models: &models(ctx),
+        arms: serde_json::to_value(arms).map_err(|e| Error::Internal(e.to_string()))?,
+        timings: &trace.timings,
+        warnings: &trace.warnings,
+        profile: ctx.profile.snapshot(),
         served_count,
         replay,
     };
     let mut conn = ctx.conn().await?;
-    receipt::write(&mut conn, &record, &members, profile.statement_timeout_ms)
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, search_event_id = %id, "receipt write failed; nothing served");
-            Error::from(e)
-        })?;
+    receipt::write(
+        &mut conn,
+        &record,
+        members,
+        ctx.profile.statement_timeout_ms,
+    )
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, search_event_id = %id, "receipt write failed; nothing served");
+        Error::from(e)
+    })?;
     conn.settle();
     drop(conn);
-    timings.insert("receipt", ms(t));
-    timings.insert("total", ms(started));
+    trace.timings.insert("receipt", ms(t));
+    trace.timings.insert("total", ms(started));
     tracing::info!(search_event_id = %id, strategy = strategy.as_str(), pool = members.len(),
-                   rerank = %rerank_status, total_ms = timings["total"], "search served");
+                   rerank = %rerank_status, total_ms = trace.timings["total"], "search served");
+    Ok(id)
+}
 
-    let results = members
+/// The answer: the served results and, when asked for, the diagnostics.
+#[allow(clippy::too_many_arguments)]
+fn respond(
+    ctx: &Ctx,
+    id: Uuid,
+    req: SearchRequest,
+    strategy: Strategy,
+    arms: ArmResults,
+    rerank_status: RerankStatus,
+    pool: Hydrated,
+    trace: Trace,
+) -> SearchResponse {
+    let results = pool
+        .members
         .iter()
         .filter(|m| m.served_rank.is_some())
-        .map(|m| {
-            let p = &products[&m.product_id];
-            let score = match strategy {
-                Strategy::MetadataOnly => None,
-                _ => m.rerank_score.or(m.rrf_score),
-            };
-            SearchResult {
-                rank: m.final_rank,
-                product_id: m.product_id.clone(),
-                sku: p.sku.clone(),
-                model: p.model.clone(),
-                brand: p.brand.clone(),
-                title: p.title.clone(),
-                domain: p.domain.clone(),
-                category_key: p.category_key.clone(),
-                price_cents: p.price_cents,
-                currency: p.currency.clone(),
-                rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
-                availability: p.availability.clone(),
-                attributes: p.attributes.clone(),
-                granted: m.granted,
-                score,
-                match_reason: m.match_reason.clone(),
-                exact_match: m.exact_match,
-                signals: Signals {
-                    lexical: m.signals[0].map(Into::into),
-                    trigram: m.signals[1].map(Into::into),
-                    semantic: m.signals[2].map(Into::into),
-                    rrf_score: m.rrf_score,
-                    pre_rerank_rank: m.pre_rerank_rank,
-                    rerank_score: m.rerank_score,
-                },
-                source: Source {
-                    uri: p.source_uri.clone(),
-                    revision: p.revision,
-                },
-            }
-        })
+        .map(|m| SearchResult::of(m, &pool.products[&m.product_id], strategy))
         .collect();
-    let diagnostics = req.include_diagnostics.then(|| Diagnostics {
-        strategy,
-        arms: arm_results,
-        semantic_route,
-        eligible_estimate,
-        pool_size: members.len(),
-        rerank_status: rerank_status.clone(),
-        models,
-        timings_ms: timings,
-        warnings,
+    let diagnostics = req.include_diagnostics.then(|| {
+        let semantic = arms.get(Arm::Semantic);
+        Diagnostics {
+            strategy,
+            semantic_route: semantic.and_then(|a| a.mode.clone()),
+            eligible_estimate: semantic.and_then(|a| a.eligible_estimate),
+            arms,
+            pool_size: pool.members.len(),
+            rerank_status,
+            models: models(ctx),
+            timings_ms: trace.timings,
+            warnings: trace.warnings,
+        }
     });
-    Ok(SearchResponse {
+    SearchResponse {
         search_event_id: id,
         strategy,
-        normalized_query: req.normalized_query.clone(),
-        applied_filters: req.filters.clone(),
+        normalized_query: req.normalized_query,
+        applied_filters: req.filters,
         limit: req.limit,
         authorized_limit: req.authorized_limit,
         results,
         diagnostics,
-    })
+    }
+}
+
+impl SearchResult {
+    /// A served member with its catalog fields.
+    fn of(m: &Member, p: &ProductRow, strategy: Strategy) -> SearchResult {
+        let score = match strategy {
+            Strategy::MetadataOnly => None,
+            _ => m.rerank_score.or(m.rrf_score),
+        };
+        let signal = |arm: Arm| m.signals[arm as usize].map(Into::into);
+        SearchResult {
+            rank: m.final_rank,
+            product_id: m.product_id.clone(),
+            sku: p.sku.clone(),
+            model: p.model.clone(),
+            brand: p.brand.clone(),
+            title: p.title.clone(),
+            domain: p.domain.clone(),
+            category_key: p.category_key.clone(),
+            price_cents: p.price_cents,
+            currency: p.currency.clone(),
+            rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
+            availability: p.availability.clone(),
+            attributes: p.attributes.clone(),
+            granted: m.granted,
+            score,
+            match_reason: m.match_reason.clone(),
+            exact_match: m.exact_match,
+            signals: Signals {
+                lexical: signal(Arm::Lexical),
+                trigram: signal(Arm::Trigram),
+                semantic: signal(Arm::Semantic),
+                rrf_score: m.rrf_score,
+                pre_rerank_rank: m.pre_rerank_rank,
+                rerank_score: m.rerank_score,
+            },
+            source: Source {
+                uri: p.source_uri.clone(),
+                revision: p.revision,
+            },
+        }
+    }
 }
 
 impl Member {
-    fn new(
-        product_id: String,
-        signals: [Option<ArmSignal>; 3],
-        rrf_score: Option<f64>,
-        pre_rerank_rank: i32,
-        exact_match: bool,
-        match_reason: String,
-    ) -> Self {
+    fn base(product_id: String, match_reason: String) -> Self {
         Member {
             product_id,
-            signals,
-            rrf_score,
-            pre_rerank_rank,
+            signals: [None; 3],
+            rrf_score: None,
+            pre_rerank_rank: 0,
             rerank_score: None,
-            exact_match,
+            exact_match: false,
             match_reason,
-            final_rank: pre_rerank_rank,
+            final_rank: 0,
             served_rank: None,
             granted: false,
             source_uri: String::new(),
             source_revision: 1,
+        }
+    }
+
+    /// A metadata-only member at `rank` of the filters' order.
+    fn filtered(product_id: String, rank: i32) -> Self {
+        Member {
+            pre_rerank_rank: rank,
+            final_rank: rank,
+            ..Member::base(product_id, "filter".into())
+        }
+    }
+
+    /// An exact identifier match, with its fused signals when it was fused.
+    fn exact(product_id: String, fused: Option<&fusion::Fused>) -> Self {
+        Member {
+            signals: fused.map_or([None; 3], |f| f.signals),
+            rrf_score: fused.map(|f| f.rrf_score),
+            exact_match: true,
+            ..Member::base(product_id, "exact_identifier".into())
+        }
+    }
+
+    /// A fused member; its reason names the arms that found it.
+    fn fused(f: fusion::Fused) -> Self {
+        let reason = match_reason(&f.signals);
+        Member {
+            signals: f.signals,
+            rrf_score: Some(f.rrf_score),
+            ..Member::base(f.product_id, reason)
         }
     }
 }

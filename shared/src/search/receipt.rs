@@ -47,7 +47,7 @@ pub(crate) async fn write(
             &limit,
             &authorized,
             &ev.served_count,
-            &ev.rerank_status,
+            &ev.rerank_status.as_str(),
             ev.models,
             &ev.arms,
             &timings,
