@@ -343,6 +343,9 @@ END
 \$\$;
 ALTER ROLE $OWNER_USER LOGIN CREATEDB NOSUPERUSER NOCREATEROLE PASSWORD '$OWNER_PASS';
 ALTER ROLE $RUNTIME_USER LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$RUNTIME_PASS';
+-- The owner may end the runtime role's sessions: the tests drop their databases
+-- WITH (FORCE) while a service pool may still hold connections to them.
+GRANT $RUNTIME_USER TO $OWNER_USER;
 \\c template1
 CREATE EXTENSION IF NOT EXISTS vector;
 ALTER EXTENSION vector UPDATE;

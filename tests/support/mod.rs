@@ -173,26 +173,29 @@ impl Drop for TestDb {
     fn drop(&mut self) {
         let name = self.name.clone();
         // Drop runs outside any runtime guarantee: use a private one.
-        let _ = std::thread::spawn(move || {
+        let dropped = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .ok()?;
+                .map_err(|e| e.to_string())?;
             rt.block_on(async {
                 let (client, conn) = tokio_postgres::connect(
                     &format!("{}/postgres", server()),
                     tokio_postgres::NoTls,
                 )
                 .await
-                .ok()?;
+                .map_err(|e| e.to_string())?;
                 tokio::spawn(conn);
                 client
                     .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                     .await
-                    .ok()
+                    .map_err(|e| format!("{e:?}"))
             })
         })
         .join();
+        if let Ok(Err(e)) = dropped {
+            eprintln!("could not drop test database {}: {e}", self.name);
+        }
     }
 }
 
