@@ -664,6 +664,28 @@ pub fn encode_segment(s: &str) -> String {
         .collect()
 }
 
+/// Decodes `%XX` escapes (a `+` stays a `+` in a path). `None` for a broken
+/// escape or a result that is not UTF-8.
+pub fn decode_segment(raw: &str) -> Option<String> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The HTTP request for a logical argument object: `(method path, body)`.
 pub fn http_request(op: &Value, args: &Map<String, Value>) -> (String, Option<Value>) {
     let mut path = text(&op["http"]["route"]).to_string();

@@ -400,7 +400,8 @@ fn split_tls_options(url: &str) -> Result<(String, Option<String>, Option<String
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = percent_decode(v)?;
+            let v = crate::contract::decode_segment(v)
+                .ok_or("invalid percent-encoding in the connection string, or not UTF-8")?;
             if !take(k, &v) {
                 kept.push(pair);
             }
@@ -420,26 +421,6 @@ fn split_tls_options(url: &str) -> Result<(String, Option<String>, Option<String
         }
         Ok((kept.join(" "), sslmode, rootcert))
     }
-}
-
-fn percent_decode(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or("invalid percent-encoding in the connection string")?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "the connection string is not UTF-8".to_string())
 }
 
 /// Connects as the connection string says: verified TLS with

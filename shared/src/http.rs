@@ -27,6 +27,7 @@
 //! past it the answer is 503 and the statement in flight is cancelled.
 
 use crate::context::{Ctx, Principal};
+use crate::contract::decode_segment;
 use crate::error::Error;
 use crate::operation::Operation;
 use crate::search::Shape;
@@ -149,7 +150,7 @@ fn match_path(path: &str) -> Result<Route, Error> {
     };
     if let Some(api) = segments.iter().position(|s| *s == "api") {
         let bound = |op, field, raw: &str| {
-            let id = percent_decode(raw).ok_or(Error::NotFound)?;
+            let id = decode_segment(raw).ok_or(Error::NotFound)?;
             Ok(Route::Operation(op, Some((field, id))))
         };
         return match &segments[api + 1..] {
@@ -232,7 +233,7 @@ fn query_param(query: &str, name: &str) -> Option<String> {
         .split('&')
         .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
         .find(|(k, _)| *k == name)
-        .and_then(|(_, v)| percent_decode(v))
+        .and_then(|(_, v)| decode_segment(v))
 }
 
 /// Sets `field` from the path; a body value that differs is refused.
@@ -278,28 +279,6 @@ async fn health(ctx: &Ctx) -> Result<(), Error> {
         Ok(r) => r,
         Err(_) => Err(Error::Unavailable("health check: database timeout".into())),
     }
-}
-
-/// Decodes `%XX` escapes (a `+` stays a `+` in a path). `None` for a broken
-/// escape or a result that is not UTF-8.
-fn percent_decode(raw: &str) -> Option<String> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -353,10 +332,10 @@ mod tests {
 
     #[test]
     fn decoding() {
-        assert_eq!(percent_decode("a+b%41%c3%a9").as_deref(), Some("a+bAé"));
-        assert_eq!(percent_decode("%"), None);
-        assert_eq!(percent_decode("%4"), None);
-        assert_eq!(percent_decode("%+1"), None);
+        assert_eq!(decode_segment("a+b%41%c3%a9").as_deref(), Some("a+bAé"));
+        assert_eq!(decode_segment("%"), None);
+        assert_eq!(decode_segment("%4"), None);
+        assert_eq!(decode_segment("%+1"), None);
     }
 
     #[test]

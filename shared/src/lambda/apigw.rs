@@ -5,7 +5,12 @@ use super::*;
 
 impl Handler {
     /// An API Gateway HTTP API (payload 2.0) event through the shared router.
-    pub(super) async fn api_gateway(&self, event: &Value, request_id: &str, budget: Duration) -> HttpResponse {
+    pub(super) async fn api_gateway(
+        &self,
+        event: &Value,
+        request_id: &str,
+        budget: Duration,
+    ) -> HttpResponse {
         let text = |ptr: &str| event.pointer(ptr).and_then(Value::as_str);
         let method = text("/requestContext/http/method");
         let path = text("/rawPath").or_else(|| text("/requestContext/http/path"));

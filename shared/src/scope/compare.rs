@@ -39,15 +39,8 @@ struct Product {
     currency: String,
     rating: Option<f64>,
     availability: String,
-    source: Source,
+    source: crate::search::Source,
     receipt: Receipt,
-}
-
-#[derive(Debug, Serialize)]
-struct Source {
-    uri: String,
-    /// The catalog revision these fields come from.
-    revision: i32,
 }
 
 /// What the event recorded about the product.
@@ -145,7 +138,7 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
                 currency: r.get("currency"),
                 rating: stars(r.get("rating")),
                 availability: r.get("availability"),
-                source: Source {
+                source: crate::search::Source {
                     uri: r.get("source_uri"),
                     revision: r.get("revision"),
                 },

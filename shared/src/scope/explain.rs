@@ -51,14 +51,7 @@ pub(crate) struct Candidate {
     pub exact_match: bool,
     pub match_reason: String,
     pub signals: ReceiptSignals,
-    source: Source,
-}
-
-#[derive(Debug, Serialize)]
-struct Source {
-    uri: String,
-    /// The catalog revision the product had when the event ran.
-    revision: i32,
+    source: crate::search::Source,
 }
 
 #[derive(Debug, Serialize)]
@@ -142,7 +135,7 @@ impl Candidate {
             exact_match: r.get("exact_match"),
             match_reason: r.get("match_reason"),
             signals: ReceiptSignals::from_row(r),
-            source: Source {
+            source: crate::search::Source {
                 uri: r.get("source_uri"),
                 revision: r.get("source_revision"),
             },

@@ -239,7 +239,7 @@ impl Eligibility {
     }
 }
 
-fn ms_since(t: std::time::Instant) -> f64 {
+pub(crate) fn ms_since(t: std::time::Instant) -> f64 {
     (t.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0
 }
 

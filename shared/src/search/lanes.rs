@@ -17,7 +17,7 @@
 
 use super::arms::{self, ArmResult, Eligibility};
 use super::fusion::Arm;
-use super::{embed_query, ms, Variant};
+use super::{embed_query, Variant};
 use crate::context::Ctx;
 use crate::db::Conn;
 use crate::error::Error;
@@ -121,13 +121,13 @@ pub(crate) async fn run_arms(
         }
         match embed_query(ctx, positive).await {
             Ok(v) => {
-                let embed_ms = ms(t);
+                let embed_ms = arms::ms_since(t);
                 let arm = arms::semantic(lane(Arm::Semantic), elig, &v, profile).await?;
                 Ok((arm, embed_ms, None))
             }
             Err(warning) => {
                 let skipped = ArmResult::skipped(profile.semantic_limit, "no_query_vector");
-                Ok((skipped, ms(t), Some(warning)))
+                Ok((skipped, arms::ms_since(t), Some(warning)))
             }
         }
     };
@@ -154,7 +154,7 @@ pub(crate) async fn run_arms(
         trigram,
         semantic,
         embed_ms,
-        arms_ms: ms(started),
+        arms_ms: arms::ms_since(started),
         warning,
     })
 }

@@ -155,6 +155,8 @@ impl From<ArmSignal> for SignalOut {
     }
 }
 
+/// Where a product's fields come from: its source and the catalog revision
+/// they were read at.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Source {
     pub uri: String,
@@ -369,10 +371,6 @@ pub(crate) struct ReplayOf {
     pub profile: &'static str,
     /// The replayed pool's members that no longer pass its filters.
     pub ineligible: Vec<String>,
-}
-
-fn ms(t: Instant) -> f64 {
-    (t.elapsed().as_secs_f64() * 100_000.0).round() / 100.0
 }
 
 /// The query without its negated terms (`-word`), for the stages that
@@ -642,7 +640,7 @@ async fn candidates(
         ),
     };
     let members = pool_of(&out.exact_ids, fused, profile.pool_size);
-    trace.timings.insert("fusion", ms(t));
+    trace.timings.insert("fusion", arms::ms_since(t));
     let strategy = match out.exact_ids.is_empty() {
         true => Strategy::Hybrid,
         false => Strategy::ExactIdentifier,
@@ -674,7 +672,7 @@ async fn metadata_only(
     arms::apply_settings(&tx, profile).await?;
     let ids = arms::metadata_only(&tx, elig, profile.pool_size as i64).await?;
     tx.commit().await?;
-    trace.timings.insert("metadata", ms(t));
+    trace.timings.insert("metadata", arms::ms_since(t));
     let members = ids
         .into_iter()
         .enumerate()
@@ -765,7 +763,7 @@ async fn hydrate(
             products,
             lexeme_rows,
         },
-        ms: ms(t),
+        ms: arms::ms_since(t),
     })
 }
 
@@ -794,7 +792,7 @@ async fn rerank_stage(
             rerank_with(&ctx.profile, reranker.as_ref(), q, pool, trace).await
         }
     };
-    trace.timings.insert("rerank", ms(t));
+    trace.timings.insert("rerank", arms::ms_since(t));
     status
 }
 
@@ -887,7 +885,9 @@ async fn persist(
     trace: &mut Trace,
 ) -> Result<Uuid, Error> {
     let served_count = members.iter().filter(|m| m.served_rank.is_some()).count() as i32;
-    trace.timings.insert("total_before_receipt", ms(started));
+    trace
+        .timings
+        .insert("total_before_receipt", arms::ms_since(started));
     let id = Uuid::new_v4();
     let t = Instant::now();
     let semantic = arms.get(Arm::Semantic);
@@ -921,8 +921,8 @@ async fn persist(
     })?;
     conn.settle();
     drop(conn);
-    trace.timings.insert("receipt", ms(t));
-    trace.timings.insert("total", ms(started));
+    trace.timings.insert("receipt", arms::ms_since(t));
+    trace.timings.insert("total", arms::ms_since(started));
     tracing::info!(search_event_id = %id, strategy = strategy.as_str(), pool = members.len(),
                    rerank = %rerank_status, total_ms = trace.timings["total"], "search served");
     Ok(id)
