@@ -423,8 +423,11 @@ async fn pipeline(
     let profile = &ctx.profile;
     let mut timings: BTreeMap<&'static str, f64> = BTreeMap::new();
     let mut warnings: Vec<String> = Vec::new();
-    // Cancels its statement if this search is abandoned at a deadline.
-    let mut conn = ctx.conn().await?;
+    // The candidate reads (arms, catalog fields, lexeme statistics) take a
+    // connection of the read pool (a replica when configured); it cancels
+    // its statement if this search is abandoned at a deadline. The receipt
+    // is written on the writer.
+    let mut conn = ctx.read_conn().await?;
     let client: &mut tokio_postgres::Client = &mut conn;
     let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
     // Negated terms are enforced by the eligibility predicate; the
