@@ -662,6 +662,44 @@ mod tests {
     }
 
     #[test]
+    fn the_reader_connects_to_the_read_only_endpoint_with_the_writer_login() {
+        let sdk = SdkConfig::builder()
+            .region(aws_config::Region::new("eu-west-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "akid", "skid", None, None, "test",
+            )))
+            .build();
+        let iam = [
+            ("MOSAIC_DB_HOST", "w.proxy-x.eu-west-1.rds.amazonaws.com"),
+            ("MOSAIC_DB_IAM_AUTH", "true"),
+            ("MOSAIC_DB_USER", "mosaic_runtime"),
+        ];
+        let s = settings(&iam).unwrap().unwrap();
+        let tokens = IamTokens::new(&sdk, s.host.as_deref().unwrap(), 5432, "mosaic_runtime");
+        let writer = RdsConnect::new(&s, Login::Iam(Arc::new(tokens.unwrap()))).unwrap();
+        assert!(writer.reader(&s).is_none(), "no read host, no reader");
+
+        let read_host = "r.endpoint.proxy-x.eu-west-1.rds.amazonaws.com";
+        let s = settings(&[iam.as_slice(), &[("MOSAIC_DB_READ_HOST", read_host)]].concat())
+            .unwrap()
+            .unwrap();
+        let reader = writer.reader(&s).unwrap();
+        assert_eq!(
+            reader.base.get_hosts(),
+            &[tokio_postgres::config::Host::Tcp(read_host.into())]
+        );
+        assert_eq!(reader.base.get_user(), Some("mosaic_runtime"));
+        assert_eq!(
+            reader.base.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        match &reader.login {
+            Login::Iam(t) => assert_eq!(t.host, read_host, "tokens are signed for the reader"),
+            Login::Secret(_) => panic!("the writer's login kind"),
+        }
+    }
+
+    #[test]
     fn the_base_configuration_requires_tls_and_sends_no_options() {
         let s = settings(&[("MOSAIC_DB_HOST", "h"), ("MOSAIC_DB_SECRET_ARN", "s")])
             .unwrap()
