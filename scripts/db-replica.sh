@@ -7,19 +7,24 @@
 #           (pg_basebackup -R) beside its data, the replica started on MOSAIC_PG_REPLICA_PORT
 #           (default 54331), streaming and replaying; a replica of another cluster, or one
 #           that cannot stream any more, is made again
-#   stop    stop the replica (no error when not running)
+#   stop    stop the replica and drop its slot (no error when not running)
 #   status  print running/stopped and the replay lag; exit 0 when running, 3 when stopped
 #   url     print a connection URL of the replica (owner by default)
 #
 # The replica is read-only, on its own port; the primary is never restarted or reconfigured
 # beyond the role and that pg_hba line. It needs wal_level replica (PostgreSQL's default) and
-# max_wal_senders > 0 on the primary. No replication slot is used, so a stopped replica never
-# holds WAL back on the primary. It stands in locally for Aurora's replicas behind the RDS
-# Proxy's read-only endpoint (MOSAIC_READ_DATABASE_URL points the service at it).
+# max_wal_senders > 0 on the primary. While it runs, a replication slot keeps the WAL it has
+# not received yet (bursts of test databases outrun replay), up to the primary's
+# max_slot_wal_keep_size (2GB in the cluster's configuration); without that bound no slot is
+# used. Stopping the replica drops the slot, so a stopped replica holds no WAL back. It stands
+# in locally for Aurora's replicas behind the RDS Proxy's read-only endpoint
+# (MOSAIC_READ_DATABASE_URL points the service at it). A replica of the same primary already
+# serving the port (from another checkout) is used as it is.
 
 REPLICA_PORT="${MOSAIC_PG_REPLICA_PORT:-54331}"
 REPLICATION_USER=mosaic_replicator
 REPLICATION_PASS=mosaic_replicator
+REPLICA_SLOT=mosaic_replica
 PRIMARY_PORT="$PORT"
 
 # Switches the script's cluster paths and port to the replica's.
@@ -79,10 +84,23 @@ replica_of_primary() {
   [ -n "$mine" ] && [ "$mine" = "$theirs" ]
 }
 
+# The slot, when the primary bounds what a slot may hold back.
+replica_slot_bounded() {
+  [ "$(primary_psql -c "SHOW max_slot_wal_keep_size")" != -1 ]
+}
+
+drop_replica_slot() {
+  primary_psql -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+                   WHERE slot_name = '$REPLICA_SLOT' AND NOT active" >/dev/null
+}
+
 replica_base_backup() {
+  local slot=()
+  drop_replica_slot
+  replica_slot_bounded && slot=(-C -S "$REPLICA_SLOT")
   log "pg_basebackup of $HOST:$PRIMARY_PORT into $DATA"
   as_pg env PGPASSWORD="$REPLICATION_PASS" "$PG_BIN/pg_basebackup" -h "$HOST" -p "$PRIMARY_PORT" \
-    -U "$REPLICATION_USER" -D "$DATA" -R -X stream -c fast >"$LOGDIR/basebackup.log" 2>&1 \
+    -U "$REPLICATION_USER" -D "$DATA" -R -X stream -c fast "${slot[@]}" >"$LOGDIR/basebackup.log" 2>&1 \
     || { tail -n 20 "$LOGDIR/basebackup.log" >&2; die "pg_basebackup failed (log: $LOGDIR/basebackup.log)"; }
 }
 
@@ -114,6 +132,11 @@ replica_up() {
     pg_running && replica_sql -c "SELECT pg_reload_conf()" >/dev/null
   fi
   if ! pg_running; then
+    # The slot named in the replica's configuration (dropped when it stopped).
+    if grep -q "primary_slot_name" "$DATA/postgresql.auto.conf" 2>/dev/null; then
+      primary_psql -c "SELECT pg_create_physical_replication_slot('$REPLICA_SLOT')
+                       WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '$REPLICA_SLOT')" >/dev/null
+    fi
     log "starting the replica ($DATA, port $PORT)"
     as_pg "$PG_BIN/pg_ctl" start -D "$DATA" -w -t 120 -l "$LOGDIR/postgres.log" >/dev/null 2>&1 \
       || { tail -n 30 "$LOGDIR/postgres.log" >&2; die "pg_ctl start of the replica failed (log: $LOGDIR/postgres.log)"; }
@@ -122,8 +145,21 @@ replica_up() {
   replica_sql -c "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()" >/dev/null
 }
 
+# Whether the port is served by a running replica of this primary (perhaps another checkout's).
+served_elsewhere() {
+  local theirs mine
+  theirs="$(PGPASSWORD="$ADMIN_PASS" "$PG_BIN/psql" -X -h "$HOST" -p "$PORT" -U "$ADMIN_USER" -d postgres -At \
+    -c "SELECT system_identifier FROM pg_control_system() WHERE pg_is_in_recovery()" 2>/dev/null)" || return 1
+  mine="$(primary_psql -c "SELECT system_identifier FROM pg_control_system()")"
+  [ -n "$theirs" ] && [ "$theirs" = "$mine" ]
+}
+
 replica_start() {
   prepare_primary
+  if ! pg_running && served_elsewhere; then
+    echo "mosaic db: a replica of $HOST:$PRIMARY_PORT already serves $HOST:$PORT"
+    return 0
+  fi
   prepare_base
   if [ -f "$DATA/PG_VERSION" ] && ! replica_of_primary; then
     log "$DATA is not a replica of the running primary; making it again"
@@ -145,13 +181,10 @@ replica_start() {
 }
 
 replica_stop() {
-  if pg_running; then
-    log "stopping the replica ($DATA)"
-    as_pg "$PG_BIN/pg_ctl" stop -D "$DATA" -m fast -w -t 60 >/dev/null
-    echo "mosaic db: replica stopped"
-  else
-    echo "mosaic db: replica not running"
-  fi
+  stop_cluster replica
+  # No WAL is held back for a stopped replica.
+  primary_psql -c "SELECT 1" >/dev/null 2>&1 && drop_replica_slot
+  return 0
 }
 
 replica_status() {

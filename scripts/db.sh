@@ -287,6 +287,9 @@ shared_buffers = 512MB
 maintenance_work_mem = 1GB
 dynamic_shared_memory_type = $dsm
 fsync = on
+# WAL a lagging replica's slot may hold back (scripts/db.sh replica) before
+# the slot is given up; the replica is then made again.
+max_slot_wal_keep_size = 2GB
 password_encryption = 'scram-sha-256'
 # TLS with a private test CA (tls/ca.crt), so clients can test verified TLS
 # locally; plain TCP keeps working.
@@ -432,16 +435,22 @@ cmd_start() {
 # ---------------------------------------------------------------------------------------------
 # other subcommands
 # ---------------------------------------------------------------------------------------------
+# Stops the cluster in $DATA (no error when it is not running); $1 names it in
+# the messages ("" for the primary).
+stop_cluster() {
+  if pg_running; then
+    log "stopping ${1:-PostgreSQL} ($DATA)"
+    as_pg "$PG_BIN/pg_ctl" stop -D "$DATA" -m fast -w -t 60 >/dev/null
+    echo "mosaic db: ${1:+$1 }stopped"
+  else
+    echo "mosaic db: ${1:+$1 }not running"
+  fi
+}
+
 cmd_stop() {
   (use_replica && replica_stop) || true
   resolve_existing
-  if pg_running; then
-    log "stopping PostgreSQL ($DATA)"
-    as_pg "$PG_BIN/pg_ctl" stop -D "$DATA" -m fast -w -t 60 >/dev/null
-    echo "mosaic db: stopped"
-  else
-    echo "mosaic db: not running"
-  fi
+  stop_cluster ""
 }
 
 cmd_status() {

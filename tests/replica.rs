@@ -4,6 +4,8 @@
 //! scoped calls that check the receipt's grant read the writer, so they never
 //! meet the replica's lag.
 //!
+//! The tests make sure the replica runs and streams first (`scripts/db.sh
+//! replica start`, idempotent: it remakes a replica that fell too far behind).
 //! The replica's URLs come from `MOSAIC_TEST_REPLICA_SERVER` (runtime role)
 //! and `MOSAIC_TEST_REPLICA_ADMIN` (a superuser, to pause replay and to read
 //! every session of `pg_stat_activity`). The tests pause the shared replica's
@@ -13,7 +15,7 @@ use mosaic::embed::HashingEmbedder;
 use mosaic::scope::{compare_products, explain_retrieval, get_product_evidence};
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Principal, RetrievalProfile};
-use mosaic_integration_tests::{connect, ctx, TestDb};
+use mosaic_integration_tests::{connect, ctx, served, TestDb};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,9 +38,27 @@ fn alice() -> Principal {
     Principal("alice".into())
 }
 
+/// Starts the replica, or checks that it streams, once per test binary.
+fn replica_running() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/db.sh");
+        let out = std::process::Command::new("bash")
+            .args([script, "replica", "start"])
+            .output()
+            .expect("run scripts/db.sh replica start");
+        assert!(
+            out.status.success(),
+            "scripts/db.sh replica start failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
 /// A test database on the writer, replayed onto the replica, with the
 /// replica's administrator connection (replay resumed).
 async fn replicated(hint: &str) -> (TestDb, Client) {
+    replica_running();
     let db = TestDb::with_sample(hint).await;
     let admin = connect(&format!("{}/postgres", replica_admin())).await;
     admin
@@ -57,7 +77,7 @@ async fn caught_up(db: &TestDb, replica_admin: &Client) {
         .await
         .unwrap()
         .get(0);
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let done: bool = replica_admin
             .query_one(
@@ -89,15 +109,6 @@ async fn search(c: &Ctx, body: Value) -> Value {
     search_json(c, &alice(), &body, Shape::Nested)
         .await
         .expect("search")
-}
-
-fn served(r: &Value) -> Vec<String> {
-    r["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["product_id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[tokio::test]
