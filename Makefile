@@ -14,14 +14,19 @@ export MOSAIC_TEST_SERVER ?= postgres://mosaic_owner:mosaic_owner@127.0.0.1:$(MO
 export MOSAIC_TEST_RUNTIME_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:$(MOSAIC_PG_PORT)
 # The local cluster's private test CA (scripts/db.sh), for the TLS tests.
 export MOSAIC_TEST_TLS_CA ?= $(CURDIR)/.mosaic/pg/tls/ca.crt
+# The streaming replica of the local cluster (scripts/db.sh replica), for the read-pool tests.
+export MOSAIC_PG_REPLICA_PORT ?= 54331
+export MOSAIC_TEST_REPLICA_SERVER ?= postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:$(MOSAIC_PG_REPLICA_PORT)
+export MOSAIC_TEST_REPLICA_ADMIN ?= postgres://mosaic_admin:mosaic_admin@127.0.0.1:$(MOSAIC_PG_REPLICA_PORT)
 
-.PHONY: demo demo-stop test db db-stop model build check-template sam-build mcp-client migrate sample embed stats bench fmt lint clean-test-dbs eval help
+.PHONY: demo demo-stop test db db-stop replica model build check-template sam-build mcp-client migrate sample embed stats bench fmt lint clean-test-dbs eval help
 
 help:
 	@echo "make demo   - local database, sample catalog, embeddings, server, example calls"
 	@echo "make test   - everything needed, then every test"
 	@echo "make db     - install/start the local PostgreSQL (pgvector, pg_trgm)"
 	@echo "make db-stop"
+	@echo "make replica - a streaming replica of the local database on MOSAIC_PG_REPLICA_PORT (54331)"
 	@echo "make sam-build - the Lambda functions (four operations + identity interceptor) with sam build (cargo-lambda, x86_64) into .aws-sam/build"
 	@echo "make eval   - mosaic eval on both evaluation catalogs (generated sample, foreign) into .mosaic/eval/"
 	@echo "make bench  - mosaic bench with an optimised build (ARGS=\"--sizes 100000 --no-throughput\" to choose)"
@@ -31,6 +36,9 @@ db:
 
 db-stop:
 	@bash scripts/db.sh stop
+
+replica: db
+	@bash scripts/db.sh replica start
 
 model:
 	@bash scripts/fetch-model.sh
@@ -79,7 +87,7 @@ mcp-client:
 	@bash scripts/mcp-client.sh
 
 # The Lambda emulator tests drive the `bootstrap` files `sam build` made.
-test: db model clean-test-dbs check-template sam-build mcp-client
+test: db model clean-test-dbs replica check-template sam-build mcp-client
 	MOSAIC_LAMBDA_BOOTSTRAP_DIR=$(CURDIR)/.aws-sam/build cargo test --workspace --no-fail-fast
 	cargo test -p mosaic --features aws --test aws_stubs
 

@@ -2,6 +2,7 @@
 # Mosaic Hybrid Retrieval - private local PostgreSQL 15 cluster (pgvector 0.8.x + pg_trgm).
 #
 # Usage: scripts/db.sh install|start|stop|status|url [owner|runtime|admin]|ensure|psql [args]
+#        scripts/db.sh replica start|stop|status|url [owner|runtime|admin]
 #
 #   install  idempotently install PostgreSQL 15, postgresql-server-dev-15 and pgvector >= 0.8.0
 #            (pgvector built from Debian trixie's source package, system apt sources untouched)
@@ -11,8 +12,9 @@
 #   url      print a connection URL (owner by default)
 #   ensure   install + start (used by the Makefile)
 #   psql     run psql as mosaic_admin against database mosaic
+#   replica  a streaming replica of the running cluster (scripts/db-replica.sh)
 #
-# Environment: MOSAIC_PG_PORT (default 54329).
+# Environment: MOSAIC_PG_PORT (default 54329), MOSAIC_PG_REPLICA_PORT (default 54331).
 # The cluster lives in $REPO/.mosaic/pg (or, when running as root and the postgres OS user
 # cannot reach the repo, in /var/tmp/mosaic-pg-<hash> with $REPO/.mosaic/pg as a symlink).
 set -euo pipefail
@@ -21,9 +23,11 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$SCRIPT_DIR/.." && pwd)"
 
 PG_MAJOR=15
-PG_BIN="/usr/lib/postgresql/$PG_MAJOR/bin"
+# Debian's PostgreSQL 15, or another installation of it (MOSAIC_PG_BINDIR: e.g. a copy
+# in which to try another pgvector build without touching the system's).
+PG_BIN="${MOSAIC_PG_BINDIR:-/usr/lib/postgresql/$PG_MAJOR/bin}"
 PG_CONFIG="$PG_BIN/pg_config"
-PG_SHARE="/usr/share/postgresql/$PG_MAJOR"
+PG_SHARE="$("$PG_CONFIG" --sharedir 2>/dev/null || echo "/usr/share/postgresql/$PG_MAJOR")"
 PORT="${MOSAIC_PG_PORT:-54329}"
 HOST=127.0.0.1
 DB=mosaic
@@ -33,7 +37,16 @@ OWNER_USER=mosaic_owner
 OWNER_PASS=mosaic_owner
 RUNTIME_USER=mosaic_runtime
 RUNTIME_PASS=mosaic_runtime
-PGVECTOR_MIN=0.8.0
+# The pgvector build (MOSAIC_PGVECTOR; README "The local database" says why):
+#   0.8.6  the default: Debian's 0.8.6-1 source, its upstream tarball fetched from the Debian
+#          archive's pool and checked against the SHA-256 of Debian's signed .dsc; it has the
+#          HNSW fixes of 0.8.2 (parallel build), 0.8.3 (vacuum corruption), 0.8.4 (graph repair)
+#   0.8.0  Debian trixie's source package (apt-get source): the version Aurora PostgreSQL 16 ships
+PGVECTOR="${MOSAIC_PGVECTOR:-0.8.6}"
+PGVECTOR_POOL=http://deb.debian.org/debian/pool/main/p/pgvector
+declare -A PGVECTOR_ORIG_SHA256=(
+  [0.8.6]=25c9b78cfdaa43c66788d7490246ac24e4fe1c86f19c4b60c089b723f84a4a0d
+)
 CACHE_HOME="${HOME:-/root}/.cache/mosaic"
 PGVECTOR_SRC="$CACHE_HOME/pgvector-src"
 REPO_HASH="$(printf '%s' "$REPO" | sha1sum | cut -c1-10)"
@@ -85,17 +98,22 @@ vector_version() {
   sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" "$f" | head -n1
 }
 
+# The installed pgvector is the selected build.
 pgvector_ok() {
-  local v
-  v="$(vector_version 2>/dev/null)" || return 1
-  [ -n "$v" ] && version_ge "$v" "$PGVECTOR_MIN" \
+  [ "$(vector_version 2>/dev/null)" = "$PGVECTOR" ] \
     && [ -f "$("$PG_CONFIG" --pkglibdir 2>/dev/null)/vector.so" ]
+}
+
+check_pgvector_choice() {
+  [ "$PGVECTOR" = 0.8.0 ] || [ -n "${PGVECTOR_ORIG_SHA256[$PGVECTOR]:-}" ] \
+    || die "MOSAIC_PGVECTOR=$PGVECTOR: use 0.8.0 or ${!PGVECTOR_ORIG_SHA256[*]}"
 }
 
 # ---------------------------------------------------------------------------------------------
 # install
 # ---------------------------------------------------------------------------------------------
 cmd_install() {
+  check_pgvector_choice
   local pkgs=() need_vector=0
   [ -x "$PG_BIN/pg_ctl" ] || pkgs+=(postgresql-15 postgresql-contrib)
   [ -f "$PG_SHARE/extension/pg_trgm.control" ] || [ "${#pkgs[@]}" -gt 0 ] || pkgs+=(postgresql-contrib)
@@ -117,7 +135,7 @@ cmd_install() {
   if ! have_priv; then
     log "cannot install: not root and sudo is not available. Missing:"
     [ "${#pkgs[@]}" -gt 0 ] && log "  packages: ${pkgs[*]}"
-    [ "$need_vector" -eq 1 ] && log "  pgvector >= $PGVECTOR_MIN (have: $(vector_version 2>/dev/null || echo none))"
+    [ "$need_vector" -eq 1 ] && log "  pgvector $PGVECTOR (have: $(vector_version 2>/dev/null || echo none))"
     log "fix (as root):"
     [ "${#pkgs[@]}" -gt 0 ] && log "  apt-get update && apt-get install -y --no-install-recommends ${pkgs[*]}"
     log "  $REPO/scripts/db.sh install"
@@ -133,7 +151,7 @@ cmd_install() {
 
   if ! pgvector_ok; then
     build_pgvector
-    pgvector_ok || die "pgvector >= $PGVECTOR_MIN still not installed after build (have: $(vector_version 2>/dev/null || echo none))"
+    pgvector_ok || die "pgvector $PGVECTOR still not installed after build (have: $(vector_version 2>/dev/null || echo none))"
     log "pgvector $(vector_version) installed"
   fi
 }
@@ -149,24 +167,33 @@ build_pgvector() {
   # apt drops privileges to _apt for downloads; _apt usually cannot reach $HOME (0700) as root.
   is_root && aptopts+=(-o APT::Sandbox::User=root)
 
-  log "building pgvector from Debian trixie source package in $D"
   mkdir -p "$D/lists/partial" "$D/cache/archives/partial"
-  cat >"$D/trixie.sources" <<'EOF'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  log "apt-get update (private trixie deb-src index)"
-  apt-get "${aptopts[@]}" update -qq >&2
   rm -f "$D"/pgvector_*
-  log "apt-get source --download-only pgvector"
-  (cd "$D" && apt-get "${aptopts[@]}" source --download-only pgvector >&2)
-
   local orig
-  orig="$(ls -1 "$D"/pgvector_*.orig.tar.* 2>/dev/null | sort -V | tail -n1 || true)"
-  [ -n "$orig" ] || die "no pgvector_*.orig.tar.* downloaded into $D"
+  if [ "$PGVECTOR" = 0.8.0 ]; then
+    log "building pgvector 0.8.0 from Debian trixie's source package in $D"
+    printf '%s\n' 'Types: deb-src' 'URIs: http://deb.debian.org/debian' 'Suites: trixie' \
+      'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' >"$D/trixie.sources"
+    log "apt-get update (private trixie deb-src index)"
+    apt-get "${aptopts[@]}" update -qq >&2
+    log "apt-get source --download-only pgvector"
+    (cd "$D" && apt-get "${aptopts[@]}" source --download-only pgvector=0.8.0-1 >&2)
+    orig="$D/pgvector_0.8.0.orig.tar.gz"
+  else
+    orig="$D/pgvector_$PGVECTOR.orig.tar.gz"
+    log "building pgvector $PGVECTOR from Debian's source ($(basename "$orig"), SHA-256 checked) in $D"
+    if ! /usr/lib/apt/apt-helper "${aptopts[@]}" download-file "$PGVECTOR_POOL/$(basename "$orig")" \
+        "$orig" "SHA256:${PGVECTOR_ORIG_SHA256[$PGVECTOR]}" >&2; then
+      # The archive's pool keeps a source only while a suite carries it: once
+      # Debian moves past this version, build trixie's instead of failing.
+      log "WARNING: cannot fetch $(basename "$orig") from the Debian archive (superseded there?);"
+      log "WARNING: building pgvector 0.8.0 from trixie instead (MOSAIC_PGVECTOR=0.8.0 chooses it quietly)"
+      PGVECTOR=0.8.0
+      build_pgvector
+      return
+    fi
+  fi
+  [ -f "$orig" ] || die "no $(basename "$orig") downloaded into $D"
   log "unpacking $(basename "$orig")"
   rm -rf "$D/build"
   mkdir -p "$D/build"
@@ -268,12 +295,15 @@ shared_buffers = 512MB
 maintenance_work_mem = 1GB
 dynamic_shared_memory_type = $dsm
 fsync = on
+# WAL a lagging replica's slot may hold back (scripts/db.sh replica) before
+# the slot is given up; the replica is then made again.
+max_slot_wal_keep_size = 2GB
 password_encryption = 'scram-sha-256'
 # TLS with a private test CA (tls/ca.crt), so clients can test verified TLS
 # locally; plain TCP keeps working.
 ssl = on
-ssl_cert_file = '$BASE/tls/server.crt'
-ssl_key_file = '$BASE/tls/server.key'
+ssl_cert_file = '${TLS_DIR:-$BASE/tls}/server.crt'
+ssl_key_file = '${TLS_DIR:-$BASE/tls}/server.key'
 EOF
 }
 
@@ -329,6 +359,16 @@ admin_psql() {
     "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$RUN" -p "$PORT" -U "$ADMIN_USER" "$@"
 }
 
+# Brings a database's vector extension to the installed version when there is
+# a path (0.8.x releases change no SQL object); a database made under a later
+# build keeps its version when an earlier build is selected.
+VECTOR_UPDATE_SQL="SELECT 'ALTER EXTENSION vector UPDATE'
+FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname
+WHERE e.extname = 'vector' AND e.extversion <> a.default_version
+  AND EXISTS (SELECT 1 FROM pg_extension_update_paths('vector') p
+              WHERE p.source = e.extversion AND p.target = a.default_version AND p.path IS NOT NULL)
+\\gexec"
+
 bootstrap_sql() {
   admin_psql -d postgres -At <<SQL
 DO \$\$
@@ -348,7 +388,7 @@ ALTER ROLE $RUNTIME_USER LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$RU
 GRANT $RUNTIME_USER TO $OWNER_USER;
 \\c template1
 CREATE EXTENSION IF NOT EXISTS vector;
-ALTER EXTENSION vector UPDATE;
+$VECTOR_UPDATE_SQL
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 ALTER FUNCTION word_similarity_op(text, text) COST 100;
 ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
@@ -357,12 +397,12 @@ SELECT 'CREATE DATABASE $DB OWNER $OWNER_USER' WHERE NOT EXISTS (SELECT 1 FROM p
 \\gexec
 \\c $DB
 CREATE EXTENSION IF NOT EXISTS vector;
-ALTER EXTENSION vector UPDATE;
+$VECTOR_UPDATE_SQL
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 ALTER FUNCTION word_similarity_op(text, text) COST 100;
 ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-SELECT 'pgvector ' || (SELECT extversion FROM pg_extension WHERE extname = 'vector')
+SELECT 'pgvector ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')
     || ', pg_trgm ' || (SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm');
 SQL
 }
@@ -406,15 +446,22 @@ cmd_start() {
 # ---------------------------------------------------------------------------------------------
 # other subcommands
 # ---------------------------------------------------------------------------------------------
-cmd_stop() {
-  resolve_existing
+# Stops the cluster in $DATA (no error when it is not running); $1 names it in
+# the messages ("" for the primary).
+stop_cluster() {
   if pg_running; then
-    log "stopping PostgreSQL ($DATA)"
+    log "stopping ${1:-PostgreSQL} ($DATA)"
     as_pg "$PG_BIN/pg_ctl" stop -D "$DATA" -m fast -w -t 60 >/dev/null
-    echo "mosaic db: stopped"
+    echo "mosaic db: ${1:+$1 }stopped"
   else
-    echo "mosaic db: not running"
+    echo "mosaic db: ${1:+$1 }not running"
   fi
+}
+
+cmd_stop() {
+  (use_replica && replica_stop) || true
+  resolve_existing
+  stop_cluster ""
 }
 
 cmd_status() {
@@ -453,8 +500,12 @@ cmd_psql() {
   PGPASSWORD="$ADMIN_PASS" exec "$PG_BIN/psql" -h "$HOST" -p "$PORT" -U "$ADMIN_USER" -d "$DB" "$@"
 }
 
+# shellcheck source=scripts/db-replica.sh
+. "$SCRIPT_DIR/db-replica.sh"
+
 usage() {
   echo "usage: $0 install|start|stop|status|url [owner|runtime|admin]|ensure|psql [args]" >&2
+  echo "       $0 replica start|stop|status|url [owner|runtime|admin]" >&2
   exit 2
 }
 
@@ -468,6 +519,7 @@ main() {
     status)  cmd_status ;;
     url)     cmd_url "$@" ;;
     psql)    cmd_psql "$@" ;;
+    replica) cmd_replica "$@" ;;
     -h|--help|help) usage ;;
     *) usage ;;
   esac

@@ -4,7 +4,7 @@
 use mosaic::scope::{compare_products, explain_retrieval, get_product_evidence};
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
-use mosaic_integration_tests::{ctx, rerankers, TestDb};
+use mosaic_integration_tests::{ctx, rerankers, served, TestDb};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,16 +27,6 @@ async fn searched(c: &Ctx, who: &Principal, body: Value) -> Value {
 
 fn scope_of(r: &Value) -> String {
     r["search_event_id"].as_str().unwrap().to_string()
-}
-
-/// Served product ids, in served order.
-fn served(r: &Value) -> Vec<String> {
-    r["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["product_id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 async fn evidence(

@@ -154,6 +154,10 @@ pub struct Settings {
     /// `MOSAIC_DATABASE_URL`: a connection string (plain TCP, or TLS with
     /// `sslmode=require`).
     pub database_url: Option<String>,
+    /// `MOSAIC_READ_DATABASE_URL`: a read-only replica of that database for
+    /// the search's candidate reads (the arms); unset, they run on the
+    /// writer. The AWS form is `MOSAIC_DB_READ_HOST` ([`crate::aws::rds`]).
+    pub read_database_url: Option<String>,
     pub embedder: EmbedderSetting,
     pub reranker: RerankerSetting,
     /// `MOSAIC_ALLOW_ANONYMOUS`: calls without a principal run as the
@@ -197,6 +201,14 @@ impl Settings {
         let proof_key = ProofKeySetting::from_lookup(&get)?;
         let profile = RetrievalProfile::from_lookup(&get)?;
         let database_url = set("MOSAIC_DATABASE_URL");
+        let read_database_url = set("MOSAIC_READ_DATABASE_URL");
+        if read_database_url.is_some() && database_url.is_none() {
+            return Err(
+                "MOSAIC_READ_DATABASE_URL is set without MOSAIC_DATABASE_URL; the replica \
+                 serves reads beside a writer (in AWS: MOSAIC_DB_READ_HOST)"
+                    .into(),
+            );
+        }
         #[cfg(feature = "aws")]
         let (aws, rds) = {
             let aws = crate::aws::AwsSettings::from_lookup(&profile, &get)?;
@@ -212,6 +224,7 @@ impl Settings {
         };
         Ok(Settings {
             database_url,
+            read_database_url,
             embedder,
             reranker,
             allow_anonymous,
@@ -230,7 +243,9 @@ impl Settings {
 ///
 /// The database is `MOSAIC_DATABASE_URL` (plain TCP, or verified TLS with
 /// `sslmode=require`) or, with the `aws` feature, the RDS Proxy connection of
-/// [`crate::aws::rds`] (`MOSAIC_DB_HOST`, ...). Bedrock models need the `aws`
+/// [`crate::aws::rds`] (`MOSAIC_DB_HOST`, ...); a replica for the search's
+/// candidate reads, when configured (`MOSAIC_READ_DATABASE_URL`,
+/// `MOSAIC_DB_READ_HOST`), gets a read pool of the same size. Bedrock models need the `aws`
 /// feature; a binary without it fails the start-up naming what is missing
 /// rather than serving without them. A Bedrock embedder's dimension is
 /// checked against the database column here: a mismatch fails the start-up;
@@ -249,7 +264,13 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
     };
 
     let ctx = match &settings.database_url {
-        Some(url) => Ctx::from_url(url, connections, settings.profile.clone())?,
+        Some(url) => {
+            let ctx = Ctx::from_url(url, connections, settings.profile.clone())?;
+            match &settings.read_database_url {
+                Some(read_url) => ctx.with_read_url(read_url, connections)?,
+                None => ctx,
+            }
+        }
         None => {
             #[cfg(feature = "aws")]
             match (&settings.rds, &aws) {
@@ -405,6 +426,16 @@ mod tests {
         assert!(s.allow_anonymous);
         assert!(matches!(s.proof_key, ProofKeySetting::Inline(_)));
         assert_eq!(s.database_url.as_deref(), Some("postgres://u@h/db"));
+        assert_eq!(s.read_database_url, None);
+        let s = settings(&[
+            ("MOSAIC_DATABASE_URL", "postgres://u@h/db"),
+            ("MOSAIC_READ_DATABASE_URL", "postgres://u@replica/db"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.read_database_url.as_deref(),
+            Some("postgres://u@replica/db")
+        );
         assert_eq!(
             settings(&[
                 ("MOSAIC_EMBEDDER", "hashing"),
@@ -434,6 +465,7 @@ mod tests {
             ("MOSAIC_ALLOW_ANONYMOUS", "yes"),
             ("MOSAIC_LEXICAL_LIMIT", "x"),
             ("MOSAIC_PRINCIPAL_PROOF_KEY", "too short"),
+            ("MOSAIC_READ_DATABASE_URL", "postgres://u@replica/db"),
         ] {
             assert!(settings(&[(k, v)]).is_err(), "{k}={v}");
         }

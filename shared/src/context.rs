@@ -1,6 +1,13 @@
 //! The per-process context every operation runs in: database pool, models
 //! and the retrieval profile. Built once per process (once per Lambda
 //! container) and shared by every request.
+//!
+//! The pool is the writer's: receipts are written there, and every scoped
+//! read (evidence, compare, explain) checks its grant there, so a scoped call
+//! right after a search never meets a replica's lag. An optional read pool
+//! (an Aurora replica behind the RDS Proxy's read-only endpoint) takes the
+//! search's candidate reads: the arms, the catalog fields of the pool and the
+//! rerank stage's lexeme statistics. Without one, those run on the writer.
 
 use crate::embed::Embedder;
 use crate::profile::RetrievalProfile;
@@ -18,7 +25,19 @@ pub struct Ctx {
     pub profile: RetrievalProfile,
     /// How the pool's connections send cancel requests ([`crate::db::Conn`]).
     pub canceller: crate::db::Canceller,
+    /// The read pool of the search's candidate reads, when one is configured.
+    pub reader: Option<Reader>,
 }
+
+/// A read-only pool (a replica) and how its connections send cancel requests.
+#[derive(Clone)]
+pub struct Reader {
+    pub pool: Pool,
+    pub canceller: crate::db::Canceller,
+}
+
+/// Which pool served a search's candidate reads, as its diagnostics name it.
+pub const READER: &str = "reader";
 
 impl Ctx {
     /// A context on a connection string: plain TCP for the local cluster,
@@ -30,27 +49,15 @@ impl Ctx {
         max_connections: usize,
         profile: RetrievalProfile,
     ) -> Result<Self, String> {
-        let target = crate::db::Target::parse(database_url)?;
-        let mut cfg = target.config.clone();
-        if cfg.get_connect_timeout().is_none() {
-            cfg.connect_timeout(std::time::Duration::from_secs(5));
-        }
-        cfg.options("-c statement_timeout=10000");
-        let manager_config = ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        };
-        let canceller = crate::db::Canceller::for_target(&target);
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &target.tls {
-            let mgr = Manager::from_config(
-                cfg,
-                crate::tls::MakeRustlsConnect::new(tls.clone()),
-                manager_config,
-            );
-            return Ok(Self::with_manager(mgr, max_connections, profile)?.with_canceller(canceller));
-        }
-        let mgr = Manager::from_config(cfg, tokio_postgres::NoTls, manager_config);
-        Ok(Self::with_manager(mgr, max_connections, profile)?.with_canceller(canceller))
+        let (pool, canceller) = url_pool(database_url, max_connections)?;
+        Ok(Self::with_pool(pool, profile).with_canceller(canceller))
+    }
+
+    /// The same context with a read pool on `read_url` (same TLS rules as
+    /// [`from_url`](Self::from_url)).
+    pub fn with_read_url(self, read_url: &str, max_connections: usize) -> Result<Self, String> {
+        let (pool, canceller) = url_pool(read_url, max_connections)?;
+        Ok(self.with_reader(Reader { pool, canceller }))
     }
 
     /// A context over a pool manager built elsewhere (the AWS connection of
@@ -61,20 +68,41 @@ impl Ctx {
         max_connections: usize,
         profile: RetrievalProfile,
     ) -> Result<Self, String> {
-        let pool = Pool::builder(mgr)
-            .max_size(max_connections.max(1))
-            .wait_timeout(Some(std::time::Duration::from_secs(10)))
-            .create_timeout(Some(std::time::Duration::from_secs(5)))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(|e| format!("database pool: {e}"))?;
-        Ok(Ctx {
+        Ok(Self::with_pool(
+            manager_pool(mgr, max_connections)?,
+            profile,
+        ))
+    }
+
+    fn with_pool(pool: Pool, profile: RetrievalProfile) -> Self {
+        Ctx {
             pool,
             embedder: None,
             reranker: None,
             profile,
             canceller: crate::db::Canceller::default(),
-        })
+            reader: None,
+        }
+    }
+
+    pub fn with_reader(mut self, reader: Reader) -> Self {
+        self.reader = Some(reader);
+        self
+    }
+
+    /// The pool of the search's candidate reads: the read pool when there is
+    /// one, else the writer's; with how its connections cancel.
+    pub fn read_pool(&self) -> (&Pool, &crate::db::Canceller) {
+        match &self.reader {
+            Some(r) => (&r.pool, &r.canceller),
+            None => (&self.pool, &self.canceller),
+        }
+    }
+
+    /// A connection for the search's candidate reads ([`read_pool`](Self::read_pool)).
+    pub async fn read_conn(&self) -> Result<crate::db::Conn, deadpool_postgres::PoolError> {
+        let (pool, canceller) = self.read_pool();
+        crate::db::Conn::get(pool, canceller).await
     }
 
     pub fn with_embedder(mut self, e: Arc<dyn Embedder>) -> Self {
@@ -97,4 +125,45 @@ impl Ctx {
         self.reranker = Some(r);
         self
     }
+}
+
+/// A pool on a connection string: plain TCP, or verified TLS when it says
+/// `sslmode=require` (see [`crate::db::Target::parse`]). Each session gets a
+/// `statement_timeout`.
+fn url_pool(
+    database_url: &str,
+    max_connections: usize,
+) -> Result<(Pool, crate::db::Canceller), String> {
+    let target = crate::db::Target::parse(database_url)?;
+    let mut cfg = target.config.clone();
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(std::time::Duration::from_secs(5));
+    }
+    cfg.options("-c statement_timeout=10000");
+    let manager_config = ManagerConfig {
+        recycling_method: RecyclingMethod::Fast,
+    };
+    let canceller = crate::db::Canceller::for_target(&target);
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &target.tls {
+        let mgr = Manager::from_config(
+            cfg,
+            crate::tls::MakeRustlsConnect::new(tls.clone()),
+            manager_config,
+        );
+        return Ok((manager_pool(mgr, max_connections)?, canceller));
+    }
+    let mgr = Manager::from_config(cfg, tokio_postgres::NoTls, manager_config);
+    Ok((manager_pool(mgr, max_connections)?, canceller))
+}
+
+/// A pool of at most `max_connections` over `mgr`.
+pub(crate) fn manager_pool(mgr: Manager, max_connections: usize) -> Result<Pool, String> {
+    Pool::builder(mgr)
+        .max_size(max_connections.max(1))
+        .wait_timeout(Some(std::time::Duration::from_secs(10)))
+        .create_timeout(Some(std::time::Duration::from_secs(5)))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .map_err(|e| format!("database pool: {e}"))
 }

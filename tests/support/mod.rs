@@ -272,6 +272,16 @@ pub fn ctx(db: &TestDb, profile: mosaic::RetrievalProfile) -> mosaic::Ctx {
         .with_embedder(std::sync::Arc::new(HashingEmbedder::new(384)))
 }
 
+/// The product ids a search response (as JSON) served, in served order.
+pub fn served(r: &serde_json::Value) -> Vec<String> {
+    r["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["product_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Reranker test doubles.
 pub mod rerankers {
     use async_trait::async_trait;

@@ -124,8 +124,10 @@ impl AwsComponents {
     }
 
     /// A context on the AWS database connection (see [`rds`]): its pool,
-    /// and cancel requests over the same verified TLS. A secret is fetched
-    /// now, so a missing one fails the start-up.
+    /// and cancel requests over the same verified TLS; with
+    /// `MOSAIC_DB_READ_HOST`, a read pool on the proxy's read-only endpoint
+    /// with the same login and TLS. A secret is fetched now, so a missing
+    /// one fails the start-up.
     pub async fn database(
         &self,
         db: &rds::RdsSettings,
@@ -134,8 +136,16 @@ impl AwsComponents {
     ) -> Result<crate::Ctx, String> {
         let connector = rds::connector(db, &self.sdk, self.settings.secret_policy).await?;
         let canceller = connector.canceller();
-        let ctx = crate::Ctx::with_manager(connector.into_manager(), max_connections, profile)?;
-        Ok(ctx.with_canceller(canceller))
+        let reader = connector.reader(db);
+        let ctx = crate::Ctx::with_manager(connector.into_manager(), max_connections, profile)?
+            .with_canceller(canceller.clone());
+        Ok(match reader {
+            Some(r) => ctx.with_reader(crate::context::Reader {
+                pool: crate::context::manager_pool(r.into_manager(), max_connections)?,
+                canceller,
+            }),
+            None => ctx,
+        })
     }
 }
 

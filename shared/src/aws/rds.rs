@@ -18,6 +18,7 @@
 //! | Variable | Meaning |
 //! |---|---|
 //! | `MOSAIC_DB_HOST` | Proxy (or cluster) endpoint. May be empty when the secret holds `host`. |
+//! | `MOSAIC_DB_READ_HOST` | The proxy's read-only endpoint (Aurora replicas): the search's candidate reads go there, with the same port, database, login and TLS. Unset: everything on `MOSAIC_DB_HOST`. |
 //! | `MOSAIC_DB_PORT` | Default 5432, or the secret's `port`. |
 //! | `MOSAIC_DB_NAME` | Database name; else the secret's `dbname`; else `mosaic`. |
 //! | `MOSAIC_DB_USER` | Database user for IAM authentication (the secret brings its own). |
@@ -68,6 +69,8 @@ pub enum RdsAuth {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RdsSettings {
     pub host: Option<String>,
+    /// The read-only endpoint of the search's candidate reads.
+    pub read_host: Option<String>,
     pub port: Option<u16>,
     pub dbname: Option<String>,
     pub user: Option<String>,
@@ -136,6 +139,7 @@ impl RdsSettings {
         };
         Ok(Some(Self {
             host,
+            read_host: set("MOSAIC_DB_READ_HOST"),
             port,
             dbname: set("MOSAIC_DB_NAME"),
             user,
@@ -238,6 +242,19 @@ pub struct IamTokens {
 }
 
 impl IamTokens {
+    /// Tokens for another host of the same proxy (its read-only endpoint):
+    /// a token is signed for the host it is presented to.
+    pub fn for_host(&self, host: &str) -> Self {
+        Self {
+            credentials: self.credentials.clone(),
+            region: self.region.clone(),
+            host: host.to_string(),
+            port: self.port,
+            user: self.user.clone(),
+            cached: Mutex::new(None),
+        }
+    }
+
     pub fn new(sdk: &SdkConfig, host: &str, port: u16, user: &str) -> Result<Self, String> {
         let credentials = sdk
             .credentials_provider()
@@ -324,6 +341,28 @@ impl RdsConnect {
     /// same verified TLS (RDS Proxy and a TLS-only server refuse plain TCP).
     pub fn canceller(&self) -> Canceller {
         Canceller::Tls(self.tls_config.clone())
+    }
+
+    /// The connector of the read-only endpoint (`MOSAIC_DB_READ_HOST`), if
+    /// one is configured: the same database, user, TLS and secret (one
+    /// cache, fetched once); IAM tokens are signed for the reader's host.
+    pub fn reader(&self, settings: &RdsSettings) -> Option<RdsConnect> {
+        let host = settings.read_host.as_deref()?;
+        let at_reader = RdsSettings {
+            host: Some(host.to_string()),
+            ..settings.clone()
+        };
+        let login = match &self.login {
+            Login::Secret(cache) => Login::Secret(cache.clone()),
+            Login::Iam(tokens) => Login::Iam(Arc::new(tokens.for_host(host))),
+        };
+        Some(Self {
+            base: at_reader.base_config(),
+            tls_config: self.tls_config.clone(),
+            tls: self.tls.clone(),
+            login,
+            last_refresh: std::sync::Mutex::new(None),
+        })
     }
 
     /// A pool manager that connects through this connector.
@@ -576,6 +615,21 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!((s.auth, s.port), (RdsAuth::Iam, Some(6432)));
+        assert_eq!(s.read_host, None);
+        let s = settings(&[
+            ("MOSAIC_DB_HOST", "p"),
+            (
+                "MOSAIC_DB_READ_HOST",
+                "r.endpoint.proxy-x.us-east-1.rds.amazonaws.com",
+            ),
+            ("MOSAIC_DB_SECRET_ARN", "s"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            s.read_host.as_deref(),
+            Some("r.endpoint.proxy-x.us-east-1.rds.amazonaws.com")
+        );
 
         for (vars, needle) in [
             (vec![("MOSAIC_DB_HOST", "p")], "no login"),
@@ -604,6 +658,44 @@ mod tests {
         ] {
             let e = settings(&vars).unwrap_err();
             assert!(e.contains(needle), "{vars:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_reader_connects_to_the_read_only_endpoint_with_the_writer_login() {
+        let sdk = SdkConfig::builder()
+            .region(aws_config::Region::new("eu-west-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "akid", "skid", None, None, "test",
+            )))
+            .build();
+        let iam = [
+            ("MOSAIC_DB_HOST", "w.proxy-x.eu-west-1.rds.amazonaws.com"),
+            ("MOSAIC_DB_IAM_AUTH", "true"),
+            ("MOSAIC_DB_USER", "mosaic_runtime"),
+        ];
+        let s = settings(&iam).unwrap().unwrap();
+        let tokens = IamTokens::new(&sdk, s.host.as_deref().unwrap(), 5432, "mosaic_runtime");
+        let writer = RdsConnect::new(&s, Login::Iam(Arc::new(tokens.unwrap()))).unwrap();
+        assert!(writer.reader(&s).is_none(), "no read host, no reader");
+
+        let read_host = "r.endpoint.proxy-x.eu-west-1.rds.amazonaws.com";
+        let s = settings(&[iam.as_slice(), &[("MOSAIC_DB_READ_HOST", read_host)]].concat())
+            .unwrap()
+            .unwrap();
+        let reader = writer.reader(&s).unwrap();
+        assert_eq!(
+            reader.base.get_hosts(),
+            &[tokio_postgres::config::Host::Tcp(read_host.into())]
+        );
+        assert_eq!(reader.base.get_user(), Some("mosaic_runtime"));
+        assert_eq!(
+            reader.base.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        match &reader.login {
+            Login::Iam(t) => assert_eq!(t.host, read_host, "tokens are signed for the reader"),
+            Login::Secret(_) => panic!("the writer's login kind"),
         }
     }
 

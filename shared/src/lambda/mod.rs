@@ -169,13 +169,16 @@ pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
                  MOSAIC_PRINCIPAL_PROOF_KEY): every AgentCore principal is refused"
             );
         }
-        // Open the connection while the first event is awaited.
-        let pool = handler.ctx.pool.clone();
-        tokio::spawn(async move {
-            if let Err(e) = pool.get().await {
-                tracing::warn!(error = %e, "database warm-up failed; retried on the first invocation");
-            }
-        });
+        // Open the connections (the writer's, and the read pool's when
+        // there is one) while the first event is awaited.
+        let reader = handler.ctx.reader.as_ref().map(|r| r.pool.clone());
+        for pool in std::iter::once(handler.ctx.pool.clone()).chain(reader) {
+            tokio::spawn(async move {
+                if let Err(e) = pool.get().await {
+                    tracing::warn!(error = %e, "database warm-up failed; retried on the first invocation");
+                }
+            });
+        }
         Ok(handler)
     })
     .await

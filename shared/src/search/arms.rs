@@ -54,6 +54,10 @@ pub struct ArmResult {
     /// [`super::lanes`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connection: Option<usize>,
+    /// `reader` when the arm ran on the read pool (a replica); absent when
+    /// it ran on the writer ([`crate::Ctx::read_pool`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<&'static str>,
     pub ms: f64,
 }
 
@@ -101,6 +105,7 @@ impl ArmResult {
             mode: Some(why.to_string()),
             eligible_estimate: None,
             connection: None,
+            pool: None,
             ms: 0.0,
         }
     }
@@ -120,6 +125,7 @@ impl ArmResult {
             mode,
             eligible_estimate: None,
             connection: None,
+            pool: None,
             ms,
         }
     }

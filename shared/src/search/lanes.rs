@@ -14,6 +14,10 @@
 //! before. The transactions are READ COMMITTED, so each statement has its
 //! own snapshot whether the arms share a connection or not. The lane each arm
 //! ran on is recorded in its [`ArmResult::connection`].
+//!
+//! Every lane comes from the context's read pool ([`Ctx::read_pool`]): a
+//! replica when one is configured (then each arm's [`ArmResult::pool`] says
+//! `reader`), else the writer.
 
 use super::arms::{self, ArmResult, Eligibility};
 use super::fusion::Arm;
@@ -48,7 +52,7 @@ pub(crate) fn lane_of(arm: Arm, lanes: usize) -> usize {
 /// may open them with nobody waiting; never waits, and a failure to get one
 /// only means fewer lanes.
 async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
-    let pool: &Pool = &ctx.pool;
+    let (pool, canceller): (&Pool, _) = ctx.read_pool();
     let mut spare = Vec::with_capacity(wanted);
     let now = Timeouts {
         wait: Some(Duration::ZERO),
@@ -61,7 +65,7 @@ async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
             break;
         }
         match pool.timeout_get(&now).await {
-            Ok(conn) => spare.push(Conn::wrap(conn, &ctx.canceller)),
+            Ok(conn) => spare.push(Conn::wrap(conn, canceller)),
             Err(_) => break,
         }
     }
@@ -147,6 +151,7 @@ pub(crate) async fn run_arms(
         (Arm::Semantic, &mut semantic),
     ] {
         result.connection = Some(lane_of(arm, n));
+        result.pool = ctx.reader.as_ref().map(|_| crate::context::READER);
     }
     Ok(ArmsOutcome {
         exact_ids,

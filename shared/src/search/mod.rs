@@ -537,8 +537,11 @@ async fn pipeline(
 ) -> Result<SearchResponse, Error> {
     let started = Instant::now();
     let mut trace = Trace::default();
-    // Cancels its statement if this search is abandoned at a deadline.
-    let mut conn = ctx.conn().await?;
+    // The candidate reads (arms, catalog fields, lexeme statistics) take a
+    // connection of the read pool (a replica when configured); it cancels
+    // its statement if this search is abandoned at a deadline. The receipt
+    // is written on the writer.
+    let mut conn = ctx.read_conn().await?;
     // Negated terms are enforced by the eligibility predicate; the
     // similarity-based stages (arms, rerank) see only what the caller wants.
     let positive = req.normalized_query.as_deref().map(without_negations);
