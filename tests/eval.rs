@@ -2,11 +2,13 @@
 //! query-set generator, and a small end-to-end run on the sample catalog
 //! (hashing embedder).
 
-use mosaic::catalog::generator::{Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
-use mosaic::eval::metrics::{self, Grades};
-use mosaic::eval::{self, queryset, EvalQuery, Intent, Judgment, QuerySetOptions, Summary};
 use mosaic::rerank::local::LocalReranker;
 use mosaic::{Principal, RetrievalProfile};
+use mosaic_devtools::eval::metrics::{self, Grades};
+use mosaic_devtools::eval::{
+    self, queryset, EvalQuery, Intent, Judgment, QuerySetOptions, Summary,
+};
+use mosaic_devtools::generator::{Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
 use mosaic_integration_tests::{ctx, TestDb};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -1,10 +1,10 @@
 //! Foundation guarantees: migrations, roles, the sample generator, the
 //! importer and the embedding job, against the real local PostgreSQL.
 
-use mosaic::catalog::generator::Generator;
-use mosaic::catalog::{import, load};
+use mosaic::catalog::import;
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::HashingEmbedder;
+use mosaic_devtools::generator::{self, Generator};
 use mosaic_integration_tests::{texts, TestDb};
 use std::io::Write;
 use tokio_postgres::Client;
@@ -204,7 +204,7 @@ async fn two_generator_runs_with_one_seed_give_identical_catalogs() {
         db::migrate(&mut c, &MigrateOptions::default())
             .await
             .unwrap();
-        load::load_sample(&mut c, Generator::new(42, 5_000), &mut |_, _, _| {})
+        generator::load_sample(&mut c, Generator::new(42, 5_000), &mut |_, _, _| {})
             .await
             .unwrap();
         digests.push(catalog_digest(&c).await);
@@ -388,7 +388,7 @@ async fn embedding_twice_embeds_nothing_the_second_time() {
     db::migrate(&mut c, &MigrateOptions::default())
         .await
         .unwrap();
-    load::load_sample(&mut c, Generator::new(9, 300), &mut |_, _, _| {})
+    generator::load_sample(&mut c, Generator::new(9, 300), &mut |_, _, _| {})
         .await
         .unwrap();
     let e = HashingEmbedder::new(384);
@@ -485,7 +485,7 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
 
     // Which products hold "3.5mm" in their connectivity list, decided in Rust.
     let ctx = mosaic_integration_tests::ctx(&db, RetrievalProfile::default());
-    let rows = mosaic::eval::load_catalog(&ctx).await.unwrap();
+    let rows = mosaic_devtools::eval::load_catalog(&ctx).await.unwrap();
     let want = serde_json::json!("3.5mm");
     let holds = |id: &String| {
         rows[id]
@@ -565,7 +565,7 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
             _ => unreachable!(),
         };
         rows.values()
-            .filter(|r| mosaic::eval::satisfies(r, &m).unwrap())
+            .filter(|r| mosaic_devtools::eval::satisfies(r, &m).unwrap())
             .count()
     };
     assert_eq!(over_ear.len(), expect(&scalar));

@@ -1,11 +1,11 @@
 //! search_products guarantees, against the real PostgreSQL and the sample
 //! catalog (5,000 products, hashing-embedder vectors).
 
-use mosaic::eval::CatalogRow;
 use mosaic::search::arms::{self, Eligibility, Verdict};
 use mosaic::search::fusion::Arm;
 use mosaic::search::{search, Filters, RerankStatus, SearchRequest, SearchResponse, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
+use mosaic_devtools::eval::CatalogRow;
 use mosaic_integration_tests::{ctx, rerankers, texts, TestDb};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -34,7 +34,7 @@ fn satisfies(r: &CatalogRow, f: &Filters) -> bool {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    mosaic::eval::satisfies(r, &filters).expect("well-typed filters")
+    mosaic_devtools::eval::satisfies(r, &filters).expect("well-typed filters")
 }
 
 fn random_filters(rng: &mut impl Rng, brands: &[String], attrs: &[(String, Value)]) -> Filters {
@@ -98,7 +98,7 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
     let db = TestDb::with_sample("prop").await;
     let mut c = db.runtime().await;
     let profile = RetrievalProfile::default();
-    let rows = mosaic::eval::load_catalog(&ctx(&db, RetrievalProfile::default()))
+    let rows = mosaic_devtools::eval::load_catalog(&ctx(&db, RetrievalProfile::default()))
         .await
         .unwrap();
     let brands: Vec<String> = {
@@ -1116,7 +1116,7 @@ async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_sc
     let scores = |r: &arms::ArmResult| r.candidates.iter().map(|(_, s)| *s).collect::<Vec<_>>();
     let mut with_and_without = async |q: &str| {
         let mut run = async |p: &RetrievalProfile| {
-            mosaic::bench::trigram_only(&mut c, &elig, q, p)
+            mosaic_devtools::bench::trigram_only(&mut c, &elig, q, p)
                 .await
                 .unwrap()
         };
@@ -1171,7 +1171,7 @@ async fn the_services_word_similarity_equals_pg_trgms_to_the_bit() {
         "mini mini pro max mini",
     ];
     texts_.extend(odd.iter().map(|s| s.to_string()));
-    let mut queries: Vec<String> = mosaic::bench::queries(42, 5_000, 240, 11)
+    let mut queries: Vec<String> = mosaic_devtools::bench::queries(42, 5_000, 240, 11)
         .into_iter()
         .map(|q| q.text.to_lowercase())
         .collect();

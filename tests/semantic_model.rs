@@ -2,13 +2,12 @@
 //! all-MiniLM-L6-v2 and a descriptive query that shares no word with the
 //! product's title still finds it, through the semantic arm.
 
-use mosaic::catalog::generator::Generator;
-use mosaic::catalog::load;
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::minilm::MiniLmEmbedder;
 use mosaic::search::fusion::Arm;
 use mosaic::search::{search, SearchRequest, Shape};
 use mosaic::{Principal, RetrievalProfile};
+use mosaic_devtools::generator::{self, Generator};
 use mosaic_integration_tests::TestDb;
 use serde_json::json;
 use std::collections::HashSet;
@@ -32,7 +31,7 @@ async fn a_descriptive_query_without_title_words_is_found_by_the_semantic_arm() 
         .await
         .unwrap();
     // 310 products: ten of each of the 31 categories.
-    load::load_sample(&mut c, Generator::new(7, 310), &mut |_, _, _| {})
+    generator::load_sample(&mut c, Generator::new(7, 310), &mut |_, _, _| {})
         .await
         .unwrap();
     mosaic::embed_job::embed_pending(&c, model.as_ref(), 32, 2, &mut |_, _, _| {})

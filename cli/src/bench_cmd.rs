@@ -8,12 +8,12 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use mosaic::bench::{self, BenchQuery, ShapeBuilder, Summary, SHAPES};
 use mosaic::embed::Embedder;
 use mosaic::search::arms::{Eligibility, Verdict};
 use mosaic::search::fusion::Arm;
 use mosaic::search::{SearchRequest, Shape};
 use mosaic::{db, Ctx, Principal, RetrievalProfile};
+use mosaic_devtools::bench::{self, BenchQuery, ShapeBuilder, Summary, SHAPES};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -175,9 +175,9 @@ async fn prepare(
     if products != size as i64 {
         eprintln!("loading {size} sample products (seed {CATALOG_SEED}) into {name}");
         let mut progress = |_: &str, _: u64, _: u64| {};
-        let r = mosaic::catalog::load::load_sample(
+        let r = mosaic_devtools::generator::load_sample(
             &mut client,
-            mosaic::catalog::generator::Generator::new(CATALOG_SEED, size),
+            mosaic_devtools::generator::Generator::new(CATALOG_SEED, size),
             &mut progress,
         )
         .await?;

@@ -15,8 +15,8 @@
 //! checks.
 
 use anyhow::Result;
-use mosaic::bench::{BenchQuery, ShapeBuilder, Summary};
 use mosaic::Ctx;
+use mosaic_devtools::bench::{BenchQuery, ShapeBuilder, Summary};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -108,11 +108,12 @@ fn bodies(shapes: &ShapeBuilder, queries: &[BenchQuery], n: usize) -> Vec<Value>
             let authorized: i64 = rng.gen_range(0..=limit);
             let mut b = if rng.gen_bool(0.2) {
                 let shape = filtered[i % filtered.len()];
-                json!({"filters": mosaic::bench::filters_json(&shapes.filters(shape, q))})
+                json!({"filters": mosaic_devtools::bench::filters_json(&shapes.filters(shape, q))})
             } else {
-                let shape = mosaic::bench::SHAPES[i % mosaic::bench::SHAPES.len()];
+                let shape =
+                    mosaic_devtools::bench::SHAPES[i % mosaic_devtools::bench::SHAPES.len()];
                 json!({"query": q.text,
-                       "filters": mosaic::bench::filters_json(&shapes.filters(shape, q))})
+                       "filters": mosaic_devtools::bench::filters_json(&shapes.filters(shape, q))})
             };
             b["limit"] = json!(limit);
             b["authorized_limit"] = json!(authorized);
@@ -265,7 +266,7 @@ pub async fn run(
             }
         }
     }
-    let x: Summary = mosaic::bench::summarize(&lat);
+    let x: Summary = mosaic_devtools::bench::summarize(&lat);
     println!(
         "\nload: {n} searches, concurrency {c}, a runtime backend terminated every {} ms ({killed} terminated)",
         opts.kill_every_ms

@@ -11,9 +11,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use mosaic::catalog::generator::{DEFAULT_PRODUCTS, DEFAULT_SEED};
-use mosaic::eval::{self, queryset, EvalReport, Intent, Summary};
 use mosaic::Principal;
+use mosaic_devtools::eval::{self, queryset, EvalReport, Intent, Summary};
+use mosaic_devtools::generator::{DEFAULT_PRODUCTS, DEFAULT_SEED};
 use std::io::{BufReader, IsTerminal, Write};
 use std::path::PathBuf;
 

@@ -17,10 +17,10 @@ mod serve_cmd;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use mosaic::catalog::generator::{Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
-use mosaic::catalog::{import, load};
+use mosaic::catalog::import;
 use mosaic::db;
 use mosaic::operation::Operation;
+use mosaic_devtools::generator::{self, Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -377,7 +377,8 @@ async fn main() -> Result<()> {
                 };
                 eprintln!("loading the sample catalog: {n} products, seed {seed}");
                 let report =
-                    load::load_sample(&mut client, Generator::new(seed, n), &mut progress).await?;
+                    generator::load_sample(&mut client, Generator::new(seed, n), &mut progress)
+                        .await?;
                 println!(
                     "loaded {} products and {} evidence units in {:.1} s ({} projection rows)",
                     report.products, report.evidence, report.seconds, report.projection_rows

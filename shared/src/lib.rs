@@ -6,7 +6,6 @@
 
 #[cfg(feature = "aws")]
 pub mod aws;
-pub mod bench;
 pub mod catalog;
 pub mod config;
 pub mod context;
@@ -15,7 +14,6 @@ pub mod db;
 pub mod embed;
 pub mod embed_job;
 pub mod error;
-pub mod eval;
 pub mod http;
 #[cfg(feature = "lambda")]
 pub mod interceptor;

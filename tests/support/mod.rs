@@ -14,10 +14,9 @@ pub mod aws_stub;
 pub mod locks;
 pub mod tls_door;
 
-use mosaic::catalog::generator::Generator;
-use mosaic::catalog::load;
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::HashingEmbedder;
+use mosaic_devtools::generator::{self, Generator};
 use sha2_free::short_hash;
 use std::sync::atomic::{AtomicU32, Ordering};
 use tokio_postgres::Client;
@@ -232,7 +231,7 @@ pub async fn ensure_template() -> String {
             db::migrate(&mut c, &MigrateOptions::default())
                 .await
                 .expect("migrate template");
-            load::load_sample(
+            generator::load_sample(
                 &mut c,
                 Generator::new(SAMPLE_SEED, SAMPLE_PRODUCTS),
                 &mut |_, _, _| {},

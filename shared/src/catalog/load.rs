@@ -3,7 +3,6 @@
 //! A load is one transaction: the catalog tables, then the search projection
 //! rebuilt from them. Either all of it becomes visible or none of it.
 
-use super::generator::Generator;
 use super::{Evidence, Product};
 use futures_util::pin_mut;
 use std::time::Instant;
@@ -164,33 +163,28 @@ pub struct LoadReport {
     pub seconds: f64,
 }
 
-/// Replaces the catalog with the generated sample catalog, in one transaction.
-pub async fn load_sample(
+/// Replaces the whole catalog with `products` and `evidence`, in one
+/// transaction (the sample catalog's loader streams its generator through
+/// this). `totals` are the expected product and evidence counts, for
+/// `progress` only.
+pub async fn replace_catalog<P, E>(
     client: &mut Client,
-    generator: Generator,
+    products: P,
+    evidence: E,
+    totals: (u64, u64),
     progress: Progress<'_>,
-) -> Result<LoadReport, tokio_postgres::Error> {
+) -> Result<LoadReport, tokio_postgres::Error>
+where
+    P: Iterator<Item = Product>,
+    E: Iterator<Item = Evidence>,
+{
     let started = Instant::now();
     let tx = client.transaction().await?;
     tx.batch_execute("SET LOCAL synchronous_commit = off; TRUNCATE catalog.products CASCADE")
         .await?;
-    let n = generator.products;
-    let products = copy_products(
-        &tx,
-        "catalog.products",
-        (0..n).map(|i| generator.product(i).0),
-        progress,
-        n,
-    )
-    .await?;
-    let evidence = copy_evidence(
-        &tx,
-        "catalog.evidence",
-        (0..n).flat_map(|i| generator.evidence(i)),
-        progress,
-        n * 3,
-    )
-    .await?;
+    let n = totals.0;
+    let products = copy_products(&tx, "catalog.products", products, progress, n).await?;
+    let evidence = copy_evidence(&tx, "catalog.evidence", evidence, progress, totals.1).await?;
     progress("projection", 0, n);
     let projection_rows = refresh_projection(&tx, None).await?;
     progress("projection", projection_rows, n);

@@ -1,5 +1,6 @@
-//! The catalog: products and evidence units, how they are generated, loaded
-//! and imported.
+//! The catalog: products and evidence units, how they are loaded and
+//! imported. (The sample catalog's generator is a development tool, in the
+//! `mosaic-devtools` crate; the library loads whatever records it is given.)
 //!
 //! Loading always goes through binary `COPY` so a million products stream in
 //! bounded memory, and always ends by rebuilding the search projection inside
@@ -7,10 +8,8 @@
 //! projection.
 
 pub mod attribute;
-pub mod generator;
 pub mod import;
 pub mod load;
-mod vocab;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -8,13 +8,17 @@
 //! Models and SKUs are built so that identifier look-alikes exist (products of
 //! one category share a model series: `KSHP-1040`, `KSHP-1041X`), which gives
 //! the exact-identifier and typo cases real neighbours.
+//!
+//! [`load_sample`] streams it into the database through the library's
+//! [`load::replace_catalog`].
 
-use super::vocab::{
+use crate::vocab::{
     Attr, Category, ADJECTIVES, CATEGORIES, DOMAINS, MODEL_SUFFIXES, REVIEW_OPENERS_BAD,
     REVIEW_OPENERS_GOOD, REVIEW_OPENERS_MIXED,
 };
-use super::{Evidence, Product};
 use chrono::{DateTime, Duration, TimeZone, Utc};
+use mosaic::catalog::load::{self, LoadReport, Progress};
+use mosaic::catalog::{Evidence, Product};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -303,6 +307,24 @@ fn timestamp(rng: &mut ChaCha8Rng) -> DateTime<Utc> {
     base + Duration::seconds(rng.gen_range(0..60 * 60 * 24 * 600))
 }
 
+/// Replaces the catalog with the generated sample catalog, in one
+/// transaction (`mosaic load --sample`, the tests' template database).
+pub async fn load_sample(
+    client: &mut tokio_postgres::Client,
+    generator: Generator,
+    progress: Progress<'_>,
+) -> Result<LoadReport, tokio_postgres::Error> {
+    let n = generator.products;
+    load::replace_catalog(
+        client,
+        (0..n).map(|i| generator.product(i).0),
+        (0..n).flat_map(|i| generator.evidence(i)),
+        (n, n * 3),
+        progress,
+    )
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,7 +351,7 @@ mod tests {
             let (p, _) = g.product(i);
             assert!(skus.insert(p.sku.clone()), "duplicate sku {}", p.sku);
             assert!(
-                models.insert(super::super::load::identifier_key(&p.model)),
+                models.insert(mosaic::catalog::load::identifier_key(&p.model)),
                 "duplicate model {}",
                 p.model
             );

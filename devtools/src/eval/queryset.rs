@@ -55,9 +55,9 @@
 //! "Relevant" for Recall and MRR means grade ≥ 2.
 
 use super::CatalogRow;
-use crate::catalog::generator::{Generator, Truth, DEFAULT_PRODUCTS, DEFAULT_SEED};
-use crate::catalog::load::identifier_key;
-use crate::catalog::Product;
+use crate::generator::{Generator, Truth, DEFAULT_PRODUCTS, DEFAULT_SEED};
+use mosaic::catalog::load::identifier_key;
+use mosaic::catalog::Product;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -5,11 +5,12 @@
 //! Nothing here is used when serving; it exists so that the service can be
 //! measured against the cost of its own SQL.
 
-use crate::catalog::generator::Generator;
-use crate::embed::{EmbedError, EmbedKind, Embedder};
-use crate::profile::RetrievalProfile;
-use crate::search::arms::{self, ArmResult, Eligibility};
-use crate::search::Filters;
+use crate::eval::metrics::percentile;
+use crate::generator::Generator;
+use mosaic::embed::{EmbedError, EmbedKind, Embedder};
+use mosaic::profile::RetrievalProfile;
+use mosaic::search::arms::{self, ArmResult, Eligibility};
+use mosaic::search::Filters;
 use pgvector::Vector;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -398,14 +399,14 @@ pub fn summarize(values: &[f64]) -> Summary {
     if values.is_empty() {
         return Summary::default();
     }
+    // Sorted once, so the mean adds up in the same order every time.
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
-    let at = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
     Summary {
         n: v.len(),
-        p50: at(0.50),
-        p95: at(0.95),
-        p99: at(0.99),
+        p50: percentile(&v, 50.0),
+        p95: percentile(&v, 95.0),
+        p99: percentile(&v, 99.0),
         mean: v.iter().sum::<f64>() / v.len() as f64,
         max: v[v.len() - 1],
     }

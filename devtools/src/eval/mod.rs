@@ -20,11 +20,11 @@ pub mod queryset;
 
 pub use queryset::{EvalQuery, Intent, Judgment, QuerySetOptions};
 
-use crate::catalog::Product;
-use crate::context::{Ctx, Principal};
-use crate::error::Error;
-use crate::search::{search_variant, SearchRequest, Shape, Variant};
 use metrics::{mean, percentile, Grades, RELEVANT_GRADE, TOP_GRADE};
+use mosaic::catalog::Product;
+use mosaic::context::{Ctx, Principal};
+use mosaic::error::Error;
+use mosaic::search::{search_variant, SearchRequest, Shape, Variant};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -119,7 +119,7 @@ pub fn satisfies(row: &CatalogRow, filters: &Map<String, Value>) -> Result<bool,
                 Value::Object(want) => want.iter().all(|(ak, av)| {
                     row.attributes
                         .get(ak)
-                        .is_some_and(|have| crate::catalog::attribute::matches(have, av))
+                        .is_some_and(|have| mosaic::catalog::attribute::matches(have, av))
                 }),
                 _ => return bad(k),
             },
@@ -344,7 +344,7 @@ pub struct EvalReport {
     pub principal: String,
     pub limit: i64,
     pub models: Value,
-    pub profile: crate::RetrievalProfile,
+    pub profile: mosaic::RetrievalProfile,
     pub seconds: f64,
     pub variants: Vec<VariantReport>,
 }
