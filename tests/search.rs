@@ -1,7 +1,7 @@
 //! search_products guarantees, against the real PostgreSQL and the sample
 //! catalog (5,000 products, hashing-embedder vectors).
 
-use mosaic::search::arms::{self, Eligibility, Verdict};
+use mosaic::search::arms::{self, ArmMode, Eligibility, LexicalMode, Verdict};
 use mosaic::search::fusion::Arm;
 use mosaic::search::{search, Filters, RerankStatus, SearchRequest, SearchResponse, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
@@ -144,7 +144,7 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         let semantic = arms::semantic(&tx, &elig, &vector, &profile).await.unwrap();
 
         // Independent expectations: every matching row, filtered in Rust.
-        let lexical_text = if lexical.mode.as_deref() == Some("strict") {
+        let lexical_text = if lexical.mode == Some(ArmMode::Lexical(LexicalMode::Strict)) {
             q.to_string()
         } else {
             arms::lexical_terms(q).positive.join(" or ")
@@ -156,12 +156,10 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         )
         .await;
         // The trigram cascade's verdict is about the threshold that served.
-        let served = trigram
-            .mode
-            .as_deref()
-            .and_then(|m| m.strip_prefix("threshold_"))
-            .expect("the trigram arm names its threshold")
-            .to_string();
+        let served = match trigram.mode {
+            Some(ArmMode::Trigram(threshold)) => threshold.to_string(),
+            other => panic!("the trigram arm names its threshold, not {other:?}"),
+        };
         tx.execute(
             "SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)",
             &[&served],
@@ -752,7 +750,10 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let lexical = arms::lexical(&tx, &elig, "wireless headphones zzyzxnotaword", &profile)
         .await
         .unwrap();
-    assert_eq!(lexical.mode.as_deref(), Some("backoff_any_term"));
+    assert_eq!(
+        lexical.mode,
+        Some(ArmMode::Lexical(LexicalMode::BackoffAnyTerm))
+    );
     assert!(
         lexical.returned > 10,
         "the back-off found too little: {}",
@@ -791,7 +792,7 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     )
     .await
     .unwrap();
-    assert_eq!(strict.mode.as_deref(), Some("strict"));
+    assert_eq!(strict.mode, Some(ArmMode::Lexical(LexicalMode::Strict)));
     assert!(strict.returned > 0);
     // Without the negation, plenty of candidates mention it: the test can fail.
     let plain = arms::lexical(
@@ -1123,11 +1124,11 @@ async fn a_query_of_common_words_is_served_by_its_perfect_matches_at_the_same_sc
         (run(&on).await, run(&off).await)
     };
     let (with, without) = with_and_without("headphones").await;
-    assert_eq!(with.mode.as_deref(), Some("threshold_1"));
+    assert_eq!(with.mode, Some(ArmMode::Trigram(1.0)));
     assert_eq!(with.verdict, Verdict::Full);
     assert_eq!(with.candidates.len() as i64, on.trigram_limit);
     assert_eq!(scores(&with), scores(&without));
-    assert_ne!(without.mode.as_deref(), Some("threshold_1"));
+    assert_ne!(without.mode, Some(ArmMode::Trigram(1.0)));
 
     // A typo has no perfect match: the arm goes on and serves exactly what
     // it serves without the step.

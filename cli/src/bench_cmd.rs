@@ -9,7 +9,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use mosaic::embed::Embedder;
-use mosaic::search::arms::{Eligibility, Verdict};
+use mosaic::search::arms::{ArmMode, Eligibility, Verdict};
 use mosaic::search::fusion::Arm;
 use mosaic::search::{SearchRequest, Shape};
 use mosaic::{db, Ctx, Principal, RetrievalProfile};
@@ -388,7 +388,7 @@ async fn bench_size(
             }
             *st.strategies.entry(d.strategy.as_str().into()).or_default() += 1;
             let sem = &d.arms[Arm::Semantic];
-            let route = sem.mode.clone().unwrap_or_default();
+            let route = sem.mode.map(|m| m.to_string()).unwrap_or_default();
             *st.routes.entry(route.clone()).or_default() += 1;
             let enough = sem.eligible_estimate.unwrap_or(0).min(sem.limit);
             if sem.returned as i64 >= enough {
@@ -425,7 +425,7 @@ async fn bench_size(
                 }
                 st.recall.push(r);
                 st.recall_by_route
-                    .entry(run.semantic.mode.clone().unwrap_or_default())
+                    .entry(run.semantic.mode.map(|m| m.to_string()).unwrap_or_default())
                     .or_default()
                     .push(r);
                 st.eligible
@@ -736,7 +736,7 @@ async fn sweep(
                         bad += 1;
                     }
                     *routes
-                        .entry(r.mode.clone().unwrap_or_default())
+                        .entry(r.mode.map(|m| m.to_string()).unwrap_or_default())
                         .or_default() += 1;
                 }
             }
@@ -876,7 +876,7 @@ async fn perfect_sweep(
                 unreachable!("both runs made")
             };
             differ += usize::from(score_list(&off) != score_list(&on));
-            served += usize::from(on.mode.as_deref() == Some("threshold_1"));
+            served += usize::from(on.mode == Some(ArmMode::Trigram(1.0)));
         }
         for k in 0..2 {
             let (x, c) = (s(&ms[k]), s(&category_ms[k]));

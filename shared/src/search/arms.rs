@@ -45,9 +45,10 @@ pub struct ArmResult {
     pub returned: usize,
     pub limit: i64,
     pub verdict: Verdict,
-    /// Arm-specific detail: lexical mode, semantic route, eligible count.
+    /// What the arm did: its lexical mode, trigram threshold, semantic
+    /// route, or why it was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    pub mode: Option<ArmMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eligible_estimate: Option<i64>,
     /// The lane (0 = the search's own connection) the arm ran on; see
@@ -59,6 +60,68 @@ pub struct ArmResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<&'static str>,
     pub ms: f64,
+}
+
+/// The lexical arm's query: as written, or any one of its terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LexicalMode {
+    Strict,
+    BackoffAnyTerm,
+}
+
+/// The semantic arm's route, chosen on selectivity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SemanticRoute {
+    Exact,
+    Hnsw,
+    /// The HNSW scan stopped short of the limit; an exact scan completed it.
+    HnswUnderfilledThenExact,
+}
+
+/// Why an arm did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Switched off (an evaluation variant).
+    Disabled,
+    /// The trigram arm: the query cannot name an identity.
+    DescriptiveQuery,
+    /// The semantic arm: no query vector (no model, or embedding failed).
+    NoQueryVector,
+}
+
+/// What an arm did, as its diagnostics and receipt name it (`mode`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArmMode {
+    Lexical(LexicalMode),
+    /// The trigram cascade's threshold that served last.
+    Trigram(f64),
+    Semantic(SemanticRoute),
+    Skipped(SkipReason),
+}
+
+impl std::fmt::Display for ArmMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            ArmMode::Trigram(threshold) => return write!(f, "threshold_{threshold}"),
+            ArmMode::Lexical(LexicalMode::Strict) => "strict",
+            ArmMode::Lexical(LexicalMode::BackoffAnyTerm) => "backoff_any_term",
+            ArmMode::Semantic(SemanticRoute::Exact) => "exact",
+            ArmMode::Semantic(SemanticRoute::Hnsw) => "hnsw",
+            ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenExact) => {
+                "hnsw_underfilled_then_exact"
+            }
+            ArmMode::Skipped(SkipReason::Disabled) => "disabled",
+            ArmMode::Skipped(SkipReason::DescriptiveQuery) => "descriptive_query",
+            ArmMode::Skipped(SkipReason::NoQueryVector) => "no_query_vector",
+        };
+        f.write_str(name)
+    }
+}
+
+impl Serialize for ArmMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// The three arms' results of one search; none for a metadata-only one.
@@ -96,13 +159,13 @@ impl std::ops::Index<Arm> for ArmResults {
 }
 
 impl ArmResult {
-    pub fn skipped(limit: i64, why: &str) -> Self {
+    pub fn skipped(limit: i64, why: SkipReason) -> Self {
         ArmResult {
             candidates: Vec::new(),
             returned: 0,
             limit,
             verdict: Verdict::Skipped,
-            mode: Some(why.to_string()),
+            mode: Some(ArmMode::Skipped(why)),
             eligible_estimate: None,
             connection: None,
             pool: None,
@@ -114,7 +177,7 @@ impl ArmResult {
         candidates: Vec<(String, f64)>,
         limit: i64,
         verdict: Verdict,
-        mode: Option<String>,
+        mode: Option<ArmMode>,
         ms: f64,
     ) -> Self {
         ArmResult {
@@ -312,13 +375,13 @@ pub async fn lexical<C: GenericClient>(
     };
     // Strict: the query as written (websearch syntax: quotes, -negation, or).
     let (mut cands, mut matched) = run(query.to_string()).await?;
-    let mut mode = "strict";
+    let mut mode = LexicalMode::Strict;
     if cands.is_empty() && terms.positive.len() > 1 {
         // Back-off: any one substantive term; negated terms stay excluded
         // through the eligibility predicate.
         let any = terms.positive.join(" or ");
         (cands, matched) = run(any).await?;
-        mode = "backoff_any_term";
+        mode = LexicalMode::BackoffAnyTerm;
     }
     // At the budget, only the first `budget` matches were ranked: the
     // answer may be full, but it is not known to be the best `limit`.
@@ -331,7 +394,7 @@ pub async fn lexical<C: GenericClient>(
         cands,
         limit,
         v,
-        Some(mode.into()),
+        Some(ArmMode::Lexical(mode)),
         ms_since(t),
     ))
 }
@@ -484,7 +547,7 @@ pub async fn trigram<C: GenericClient>(
                 rows,
                 limit,
                 Verdict::Full,
-                Some("threshold_1".into()),
+                Some(ArmMode::Trigram(1.0)),
                 ms_since(t),
             ));
         }
@@ -527,7 +590,7 @@ pub async fn trigram<C: GenericClient>(
         merged,
         limit,
         v,
-        Some(format!("threshold_{served}")),
+        Some(ArmMode::Trigram(served)),
         ms_since(t),
     ))
 }
@@ -558,7 +621,7 @@ pub async fn semantic<C: GenericClient>(
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
         let v = verdict(c.len(), limit);
-        (c, "exact", v)
+        (c, SemanticRoute::Exact, v)
     } else {
         let mut c = to_cands(
             db.query(SEMANTIC_HNSW_SQL, &elig.params(&[vector, &limit]))
@@ -572,12 +635,12 @@ pub async fn semantic<C: GenericClient>(
             // complete the arm with an exact scan rather than underfill.
             let c = exact().await?;
             let v = verdict(c.len(), limit);
-            (c, "hnsw_underfilled_then_exact", v)
+            (c, SemanticRoute::HnswUnderfilledThenExact, v)
         } else {
-            (c, "hnsw", Verdict::Full)
+            (c, SemanticRoute::Hnsw, Verdict::Full)
         }
     };
-    let mut arm = ArmResult::new(cands, limit, v, Some(route.into()), ms_since(t));
+    let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
     Ok(arm)
 }

@@ -19,7 +19,7 @@
 //! replica when one is configured (then each arm's [`ArmResult::pool`] says
 //! `reader`), else the writer.
 
-use super::arms::{self, ArmResult, Eligibility};
+use super::arms::{self, ArmResult, Eligibility, SkipReason};
 use super::fusion::Arm;
 use super::{embed_query, Variant};
 use crate::context::Ctx;
@@ -101,7 +101,10 @@ pub(crate) async fn run_arms(
         tokio::try_join!(arms::exact_identifier(lane(Arm::Lexical), elig, q), async {
             match variant.arms[Arm::Lexical as usize] {
                 true => arms::lexical(lane(Arm::Lexical), elig, positive, profile).await,
-                false => Ok(ArmResult::skipped(profile.lexical_limit, "disabled")),
+                false => Ok(ArmResult::skipped(
+                    profile.lexical_limit,
+                    SkipReason::Disabled,
+                )),
             }
         },)
     };
@@ -111,16 +114,19 @@ pub(crate) async fn run_arms(
             // trigram arm to match (`arms::identity_query`).
             true if !arms::identity_query(positive) => Ok(ArmResult::skipped(
                 profile.trigram_limit,
-                "descriptive_query",
+                SkipReason::DescriptiveQuery,
             )),
             true => arms::trigram(lane(Arm::Trigram), elig, positive, profile).await,
-            false => Ok(ArmResult::skipped(profile.trigram_limit, "disabled")),
+            false => Ok(ArmResult::skipped(
+                profile.trigram_limit,
+                SkipReason::Disabled,
+            )),
         }
     };
     let semantic_side = async {
         let t = Instant::now();
         if !variant.arms[Arm::Semantic as usize] {
-            let skipped = ArmResult::skipped(profile.semantic_limit, "disabled");
+            let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::Disabled);
             return Ok::<_, tokio_postgres::Error>((skipped, 0.0, None));
         }
         match embed_query(ctx, positive).await {
@@ -130,7 +136,7 @@ pub(crate) async fn run_arms(
                 Ok((arm, embed_ms, None))
             }
             Err(warning) => {
-                let skipped = ArmResult::skipped(profile.semantic_limit, "no_query_vector");
+                let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::NoQueryVector);
                 Ok((skipped, arms::ms_since(t), Some(warning)))
             }
         }

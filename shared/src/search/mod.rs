@@ -899,7 +899,7 @@ async fn persist(
         principal,
         req,
         strategy,
-        semantic_route: semantic.and_then(|a| a.mode.clone()),
+        semantic_route: semantic.and_then(|a| a.mode).map(|m| m.to_string()),
         eligible_estimate: semantic.and_then(|a| a.eligible_estimate),
         rerank_status,
         models: &models(ctx),
@@ -953,7 +953,7 @@ fn respond(
         let semantic = arms.get(Arm::Semantic);
         Diagnostics {
             strategy,
-            semantic_route: semantic.and_then(|a| a.mode.clone()),
+            semantic_route: semantic.and_then(|a| a.mode).map(|m| m.to_string()),
             eligible_estimate: semantic.and_then(|a| a.eligible_estimate),
             arms,
             pool_size: pool.members.len(),
