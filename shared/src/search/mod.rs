@@ -554,7 +554,10 @@ async fn pipeline(
         &mut trace,
     )
     .await?;
-    let reads_catalog = reads_catalog(ctx, &req, variant, &found.members);
+    // What the reranker scores against: the query without its negated
+    // terms; none when the request or the variant turned the stage off.
+    let rerank_query = positive.as_deref().filter(|_| req.rerank && variant.rerank);
+    let reads_catalog = reads_catalog(ctx, rerank_query, &found.members);
     let mut pool = hydrate(
         ctx,
         &mut conn,
@@ -568,11 +571,9 @@ async fn pipeline(
     // receipt takes one again.
     conn.settle();
     drop(conn);
-    let wanted = req.normalized_query.is_some() && req.rerank && variant.rerank;
-    let query = positive.as_deref().or(req.normalized_query.as_deref());
     let status = rerank_stage(
         ctx,
-        wanted.then_some(query).flatten(),
+        rerank_query,
         req.normalized_query.is_none(),
         &mut pool.hydrated,
         &mut trace,
@@ -709,10 +710,8 @@ fn pool_of(exact_ids: &[String], fused: Vec<fusion::Fused>, size: usize) -> Vec<
 
 /// Whether the rerank stage will run with a reranker that scores from the
 /// catalog (the local one), so that hydration reads what it needs.
-fn reads_catalog(ctx: &Ctx, req: &SearchRequest, variant: &Variant, members: &[Member]) -> bool {
-    req.normalized_query.is_some()
-        && req.rerank
-        && variant.rerank
+fn reads_catalog(ctx: &Ctx, rerank_query: Option<&str>, members: &[Member]) -> bool {
+    rerank_query.is_some()
         && !members.is_empty()
         && ctx
             .reranker
