@@ -66,6 +66,20 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 impl Proxy {
+    /// A proxy in front of `db`'s server, and `db`'s runtime URL through it.
+    async fn in_front_of(db: &TestDb) -> (Proxy, String) {
+        let url = db.runtime_url();
+        let host_port = url
+            .split('@')
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap()
+            .to_string();
+        let proxy = Proxy::start(host_port.clone()).await;
+        let proxied = url.replacen(&host_port, &proxy.addr.to_string(), 1);
+        (proxy, proxied)
+    }
+
     async fn start(upstream: String) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -234,15 +248,7 @@ async fn events(c: &tokio_postgres::Client) -> i64 {
 #[tokio::test]
 async fn a_connection_cut_around_the_receipt_commit_never_yields_a_200_without_its_receipt() {
     let db = TestDb::with_sample("faults_commit").await;
-    let url = db.runtime_url();
-    let host_port = url
-        .split('@')
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap()
-        .to_string();
-    let proxy = Proxy::start(host_port.clone()).await;
-    let proxied = url.replacen(&host_port, &proxy.addr.to_string(), 1);
+    let (proxy, proxied) = Proxy::in_front_of(&db).await;
     let profile = RetrievalProfile {
         request_deadline_ms: 2_000,
         ..RetrievalProfile::default()
@@ -319,15 +325,7 @@ async fn a_restart_in_the_middle_of_load_loses_no_receipt_and_the_service_comes_
     const LIMIT: i32 = 5;
 
     let db = TestDb::with_sample("faults_restart").await;
-    let url = db.runtime_url();
-    let host_port = url
-        .split('@')
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap()
-        .to_string();
-    let proxy = Proxy::start(host_port.clone()).await;
-    let proxied = url.replacen(&host_port, &proxy.addr.to_string(), 1);
+    let (proxy, proxied) = Proxy::in_front_of(&db).await;
     let profile = RetrievalProfile {
         request_deadline_ms: 2_000,
         ..RetrievalProfile::default()

@@ -148,17 +148,22 @@ fn near_valid_body(
         _ => json!({}),
     };
     let base = base.to_string();
-    prop::collection::vec((field_name(), hostile_value()), 0..3).prop_map(move |extra| {
-        let mut text = base.trim_end_matches('}').to_string();
-        for (k, v) in extra {
-            if !text.ends_with('{') {
-                text.push(',');
-            }
-            text.push_str(&format!("{k}:{v}"));
+    prop::collection::vec((field_name(), hostile_value()), 0..3)
+        .prop_map(move |extra| with_fields(&base, extra))
+}
+
+/// The JSON object text `base` with raw `key:value` members appended (the
+/// values as written: hostile ones need not be valid JSON).
+fn with_fields(base: &str, extra: Vec<(String, String)>) -> Vec<u8> {
+    let mut text = base.trim_end_matches('}').to_string();
+    for (k, v) in extra {
+        if !text.ends_with('{') {
+            text.push(',');
         }
-        text.push('}');
-        text.into_bytes()
-    })
+        text.push_str(&format!("{k}:{v}"));
+    }
+    text.push('}');
+    text.into_bytes()
 }
 
 /// A path id: the real one, or hostile bytes percent-encoded.
@@ -450,17 +455,7 @@ fn near_valid_args(
         ),
         0..3,
     )
-    .prop_map(move |extra| {
-        let mut text = base.trim_end_matches('}').to_string();
-        for (k, v) in extra {
-            if !text.ends_with('{') {
-                text.push(',');
-            }
-            text.push_str(&format!("{k}:{v}"));
-        }
-        text.push('}');
-        text.into_bytes()
-    })
+    .prop_map(move |extra| with_fields(&base, extra))
 }
 
 fn hostile_invocation(
