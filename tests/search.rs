@@ -144,17 +144,33 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         let semantic = arms::semantic(&tx, &elig, &vector, &profile).await.unwrap();
 
         // Independent expectations: every matching row, filtered in Rust.
-        let lexical_text = if lexical.mode == Some(ArmMode::Lexical(LexicalMode::Strict)) {
-            q.to_string()
-        } else {
-            arms::lexical_terms(q).positive.join(" or ")
+        // The matches of the step that served: the query as written, or
+        // the relaxed step the mode names (which holds every stricter
+        // step's matches).
+        let lex_matches = match lexical.mode {
+            Some(ArmMode::Lexical(LexicalMode::Strict)) => {
+                texts(
+                    &tx,
+                    "SELECT product_id FROM search.product_projection
+                     WHERE document @@ websearch_to_tsquery('english', $1)",
+                    &[&q],
+                )
+                .await
+            }
+            Some(ArmMode::Lexical(mode)) => {
+                let relax = arms::Relaxation::of(&tx, &arms::lexical_terms(q).positive)
+                    .await
+                    .unwrap();
+                let step = relax.tsquery(mode).expect("the mode names a step");
+                texts(
+                    &tx,
+                    "SELECT product_id FROM search.product_projection WHERE document @@ $1::text::tsquery",
+                    &[&step],
+                )
+                .await
+            }
+            other => panic!("the lexical arm names its mode, not {other:?}"),
         };
-        let lex_matches = texts(
-            &tx,
-            "SELECT product_id FROM search.product_projection WHERE document @@ websearch_to_tsquery('english', $1)",
-            &[&lexical_text],
-        )
-        .await;
         // The trigram cascade's verdict is about the threshold that served.
         let served = match trigram.mode {
             Some(ArmMode::Trigram(threshold)) => threshold.to_string(),
@@ -740,6 +756,67 @@ async fn a_filters_only_search_walks_its_order_index_and_serves_that_order() {
 }
 
 #[tokio::test]
+async fn the_back_off_ranks_products_holding_more_of_the_query_first() {
+    let db = TestDb::with_sample("backoff_order").await;
+    let mut c = db.runtime().await;
+    let tx = c.transaction().await.unwrap();
+    let q = "stainless steel zzyzxnotaword";
+    let holds = |id: String, tsq: &'static str| {
+        let tx = &tx;
+        async move {
+            tx.query_one(
+                "SELECT document @@ to_tsquery('english', $2) FROM search.product_projection
+                 WHERE product_id = $1",
+                &[&id, &tsq],
+            )
+            .await
+            .unwrap()
+            .get::<_, bool>(0)
+        }
+    };
+    // With the first page filled by the products holding both words (92 of
+    // the sample catalog's, without "insulated"), the back-off stops there.
+    let profile = RetrievalProfile::default();
+    let elig = Eligibility::with_query(&Filters::default(), Some("x -insulated"));
+    let first = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
+    assert_eq!(
+        first.mode,
+        Some(ArmMode::Lexical(LexicalMode::Backoff {
+            required: 2,
+            of: 2
+        }))
+    );
+    for (id, _) in &first.candidates {
+        assert!(holds(id.clone(), "stainless & steel").await, "{id}");
+    }
+    // Asked for more than they fill, it goes on to either word, and every
+    // product holding both still ranks before any holding one.
+    let wide = RetrievalProfile {
+        lexical_enough: 120,
+        ..RetrievalProfile::default()
+    };
+    let more = arms::lexical(&tx, &elig, q, &wide).await.unwrap();
+    assert_eq!(
+        more.mode,
+        Some(ArmMode::Lexical(LexicalMode::Backoff {
+            required: 1,
+            of: 2
+        }))
+    );
+    assert!(more.returned > first.returned);
+    let mut both = Vec::new();
+    for (id, _) in &more.candidates {
+        assert!(holds(id.clone(), "stainless | steel").await, "{id}");
+        both.push(holds(id.clone(), "stainless & steel").await);
+    }
+    assert_eq!(both.iter().filter(|b| **b).count(), first.returned);
+    assert!(
+        both.windows(2).all(|w| w[0] || !w[1]),
+        "a product holding both words ranks after one holding one: {both:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let db = TestDb::with_sample("negation").await;
     let mut c = db.runtime().await;
@@ -750,9 +827,14 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let lexical = arms::lexical(&tx, &elig, "wireless headphones zzyzxnotaword", &profile)
         .await
         .unwrap();
-    assert_eq!(
-        lexical.mode,
-        Some(ArmMode::Lexical(LexicalMode::BackoffAnyTerm))
+    // The word no product holds drops out of the back-off's steps.
+    assert!(
+        matches!(
+            lexical.mode,
+            Some(ArmMode::Lexical(LexicalMode::Backoff { of: 2, .. }))
+        ),
+        "{:?}",
+        lexical.mode
     );
     assert!(
         lexical.returned > 10,

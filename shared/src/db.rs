@@ -58,6 +58,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_feed_values.sql"),
     migration!(12, "0012_receipt_retention.sql"),
     migration!(13, "0013_receipt_replay.sql"),
+    migration!(14, "0014_query_vocabulary.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -16,6 +16,9 @@ pub struct RetrievalProfile {
     /// arm reports `budget_cut`. `ts_rank_cd` costs grow with matches, not
     /// with the LIMIT, so this bounds the arm's worst case.
     pub lexical_scan_budget: i64,
+    /// Candidates at which the lexical arm's relaxed steps (all terms but
+    /// one, half, any one) stop relaxing (1..=lexical_limit).
+    pub lexical_enough: i64,
     /// Candidates the trigram arm returns at most.
     pub trigram_limit: i64,
     /// Minimum pg_trgm word similarity for a trigram candidate: the last,
@@ -41,6 +44,12 @@ pub struct RetrievalProfile {
     /// physical order); past it the arm reports `budget_cut`. Bounds the
     /// arm's worst case, queries of common words.
     pub trigram_scan_budget: i64,
+    /// 1: misspelt query words are corrected against the catalog's
+    /// vocabulary before the arms run (`search::understand`); 0: off.
+    pub query_correction: i64,
+    /// Least pg_trgm similarity of a vocabulary word to a misspelt query
+    /// word for it to be considered as the correction (the edits decide).
+    pub correction_min_similarity: f64,
     /// Candidates the semantic arm returns at most.
     pub semantic_limit: i64,
     /// Eligible rows at or below which the semantic arm scans the eligible
@@ -102,6 +111,9 @@ impl Default for RetrievalProfile {
             // match): direct arm SQL p95 unfiltered 22 ms at 2000, 18 at 1000, 12 at 500; but 500
             // cut typo recovery@10 of the lexical arm from 46% to 34% in `mosaic eval` (5k), so 2000 kept.
             lexical_scan_budget: 2_000,
+            // The served window's default (default_limit): a relaxed step that can fill the first
+            // page ends the relaxation; not tuned on an evaluation set.
+            lexical_enough: 10,
             trigram_limit: 80,
             trigram_floor: 0.45,
             // Threshold cascade, measured on mosaic_bench_100000 with the arm's SQL (2 cores, other
@@ -140,6 +152,10 @@ impl Default for RetrievalProfile {
             // gave arm p95 unfiltered 33/38/55 ms, broad 49/48/59, and differing top-80 score lists
             // for 16/5/3 (unfiltered) and 10/5/3 (broad) of 200 queries; 500 kept.
             trigram_scan_budget: 500,
+            query_correction: 1,
+            // pg_trgm's own default (0.3) misses one-letter slips of short words ("pus" / "plus":
+            // 0.29); the edit limit, not this, decides what is corrected.
+            correction_min_similarity: 0.25,
             semantic_limit: 150,
             // mosaic bench (BENCHMARKS.md): 10000 gave recall 1.0 but 33-70 ms arm p50 at 10k; 1000 kept.
             semantic_exact_threshold: 1_000,
@@ -238,7 +254,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 22] = [
+        let checks: [(bool, &str); 25] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -246,6 +262,18 @@ impl RetrievalProfile {
             (
                 self.lexical_scan_budget >= self.lexical_limit,
                 "lexical_scan_budget must be >= lexical_limit",
+            ),
+            (
+                (1..=self.lexical_limit).contains(&self.lexical_enough),
+                "lexical_enough must be 1..lexical_limit",
+            ),
+            (
+                (0..=1).contains(&self.query_correction),
+                "query_correction must be 0 or 1",
+            ),
+            (
+                (0.05..=1.0).contains(&self.correction_min_similarity),
+                "correction_min_similarity must be 0.05..1",
             ),
             (
                 (1..=1000).contains(&self.trigram_limit),

@@ -203,8 +203,9 @@ where
 
 /// Rebuilds the projection rows of the given products (all when `None`),
 /// then the per-domain partial HNSW indexes (one per domain present; see
-/// `sql/0006_domain_indexes.sql`) and the rerank stage's lexeme statistics
-/// (`sql/0011_feed_values.sql`).
+/// `sql/0006_domain_indexes.sql`), the rerank stage's lexeme statistics
+/// (`sql/0011_feed_values.sql`) and the query vocabulary
+/// (`sql/0014_query_vocabulary.sql`).
 pub async fn refresh_projection(
     tx: &Transaction<'_>,
     only: Option<&[String]>,
@@ -216,6 +217,8 @@ pub async fn refresh_projection(
     tx.execute("SELECT search.refresh_domain_indexes()", &[])
         .await?;
     tx.execute("SELECT search.refresh_lexeme_stats()", &[])
+        .await?;
+    tx.execute("SELECT search.refresh_vocabulary()", &[])
         .await?;
     Ok(row.get::<_, i64>(0) as u64)
 }

@@ -74,6 +74,10 @@ pub(crate) struct Event {
     pub limit: i32,
     pub authorized_limit: i32,
     pool_size: i32,
+    /// What query understanding did (corrections, identifiers); absent for
+    /// a filters-only search and for events recorded before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_understanding: Option<Value>,
     pub served_count: i32,
     /// The event this one replays, and how (`sql/0013_receipt_replay.sql`);
     /// shown only through `replay`, under the rules above.
@@ -114,6 +118,7 @@ impl Event {
             limit: e.get("result_limit"),
             authorized_limit: e.get("authorized_limit"),
             pool_size: e.get("pool_size"),
+            query_understanding: e.get("query_understanding"),
             served_count: e.get("served_count"),
             replays_event_id: e.get("replays_event_id"),
             replay_profile: e.get("replay_profile"),

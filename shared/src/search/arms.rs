@@ -19,6 +19,8 @@ use tokio_postgres::GenericClient;
 
 pub const ELIGIBILITY_SQL: &str = include_str!("sql/eligibility.sql");
 pub const LEXICAL_SQL: &str = include_str!("sql/lexical.sql");
+pub const LEXICAL_RELAXED_SQL: &str = include_str!("sql/lexical_relaxed.sql");
+pub const LEXICAL_TERMS_SQL: &str = include_str!("sql/lexical_terms.sql");
 pub const TRIGRAM_SQL: &str = include_str!("sql/trigram.sql");
 pub const ELIGIBLE_COUNT_SQL: &str = include_str!("sql/eligible_count.sql");
 pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
@@ -62,11 +64,13 @@ pub struct ArmResult {
     pub ms: f64,
 }
 
-/// The lexical arm's query: as written, or any one of its terms.
+/// The lexical arm's query: as written, or relaxed to the documents that
+/// hold at least `required` of the query's `of` terms (named
+/// `backoff_any_term` when one is enough).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LexicalMode {
     Strict,
-    BackoffAnyTerm,
+    Backoff { required: usize, of: usize },
 }
 
 /// The semantic arm's route, chosen on selectivity.
@@ -103,8 +107,11 @@ impl std::fmt::Display for ArmMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = match self {
             ArmMode::Trigram(threshold) => return write!(f, "threshold_{threshold}"),
+            ArmMode::Lexical(LexicalMode::Backoff { required, of }) if *required > 1 => {
+                return write!(f, "backoff_{required}_of_{of}_terms")
+            }
             ArmMode::Lexical(LexicalMode::Strict) => "strict",
-            ArmMode::Lexical(LexicalMode::BackoffAnyTerm) => "backoff_any_term",
+            ArmMode::Lexical(LexicalMode::Backoff { .. }) => "backoff_any_term",
             ArmMode::Semantic(SemanticRoute::Exact) => "exact",
             ArmMode::Semantic(SemanticRoute::Hnsw) => "hnsw",
             ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenExact) => {
@@ -353,35 +360,134 @@ pub fn lexical_terms(query: &str) -> LexicalTerms {
     LexicalTerms { positive, negated }
 }
 
+/// The relaxed steps' required counts of the `m` informative terms, most
+/// first: all of them (only when `all_first`: other terms were set aside,
+/// so the strict query was not this one), all but one, half, any one
+/// (repeats dropped). A level whose tsquery would need more than
+/// [`MAX_COMBINATIONS`] combinations is left out.
+pub fn relaxed_levels(m: usize, all_first: bool) -> Vec<usize> {
+    let mut levels: Vec<usize> = Vec::with_capacity(4);
+    let first = if all_first { m } else { m.saturating_sub(1) };
+    for k in [first, m.saturating_sub(1), m.div_ceil(2), 1] {
+        let fits = combinations(m, k) <= MAX_COMBINATIONS;
+        let below = k < m || (all_first && k == m);
+        if k >= 1 && below && fits && levels.last().is_none_or(|last| k < *last) {
+            levels.push(k);
+        }
+    }
+    levels
+}
+
+/// The most k-term combinations one relaxed step's tsquery holds.
+pub const MAX_COMBINATIONS: usize = 200;
+
+fn combinations(n: usize, k: usize) -> usize {
+    if k > n {
+        return 0;
+    }
+    (1..=k.min(n - k)).fold(1usize, |acc, i| acc.saturating_mul(n + 1 - i) / i)
+}
+
+/// The tsquery (text) of the documents holding at least `k` of `terms`
+/// (each a term's own tsquery text, as PostgreSQL printed it).
+pub fn at_least(terms: &[String], k: usize) -> String {
+    fn walk(
+        terms: &[String],
+        k: usize,
+        start: usize,
+        picked: &mut Vec<usize>,
+        out: &mut Vec<String>,
+    ) {
+        if picked.len() == k {
+            let and: Vec<String> = picked.iter().map(|&i| format!("({})", terms[i])).collect();
+            out.push(format!("({})", and.join(" & ")));
+            return;
+        }
+        for i in start..terms.len() {
+            picked.push(i);
+            walk(terms, k, i + 1, picked, out);
+            picked.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(terms, k, 0, &mut Vec::with_capacity(k), &mut out);
+    out.join(" | ")
+}
+
 /// Lexical arm: the strict websearch query, then (only when it matches
-/// nothing) one back-off step that accepts any substantive term.
+/// nothing) relaxed steps over the query's informative terms (those some
+/// products hold, but not more than half of them: past half a term's BM25
+/// weight is nil, "easy" in a catalog of easy-to-use things), until the
+/// matches reach `lexical_enough`: the documents holding all of them, all
+/// but one, half of them, any one; then, if still short, any one of every
+/// term the catalog holds (the back-off of old). Each step is a tsquery the
+/// GIN index answers, so only documents holding enough of the query are
+/// fetched and ranked (by `ts_rank_cd` against any term, at most
+/// `lexical_scan_budget` of them); a stricter step's rows stay ahead of a
+/// looser step's.
 pub async fn lexical<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     query: &str,
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
+    lexical_understood(db, elig, query, query, profile).await
+}
+
+/// The lexical arm for a query that query understanding corrected: the
+/// strict step searches for the corrected `query`, and the relaxed steps,
+/// when it matches nothing, take their terms from the query `as_written`,
+/// where a misspelt word matches nothing and so drops out of every step. A
+/// correction is trusted when the corrected query matches as a whole;
+/// otherwise no corrected word outweighs the caller's own.
+pub async fn lexical_understood<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    query: &str,
+    as_written: &str,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
-    let terms = lexical_terms(query);
     let budget = profile.lexical_scan_budget;
     let limit = profile.lexical_limit;
-    let run = |text: String| async move {
-        let rows = db
-            .query(LEXICAL_SQL, &elig.params(&[&text, &budget, &limit]))
-            .await?;
+    let run = |sql: &'static str, text: String, rank: Option<String>| async move {
+        let mut extra: Vec<&(dyn ToSql + Sync)> = vec![&text, &budget, &limit];
+        if let Some(r) = rank.as_ref() {
+            extra.push(r);
+        }
+        let rows = db.query(sql, &elig.params(&extra)).await?;
         let matched: i64 = rows.first().map_or(0, |r| r.get(2));
         let cands: Vec<(String, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         Ok::<_, tokio_postgres::Error>((cands, matched))
     };
     // Strict: the query as written (websearch syntax: quotes, -negation, or).
-    let (mut cands, mut matched) = run(query.to_string()).await?;
+    let (mut cands, mut matched) = run(LEXICAL_SQL, query.to_string(), None).await?;
     let mut mode = LexicalMode::Strict;
-    if cands.is_empty() && terms.positive.len() > 1 {
-        // Back-off: any one substantive term; negated terms stay excluded
-        // through the eligibility predicate.
-        let any = terms.positive.join(" or ");
-        (cands, matched) = run(any).await?;
-        mode = LexicalMode::BackoffAnyTerm;
+    let positive = lexical_terms(as_written).positive;
+    if cands.is_empty() && positive.len() > 1 {
+        // Negated terms stay excluded through the eligibility predicate.
+        let relax = Relaxation::of(db, &positive).await?;
+        let any = at_least(&relax.present, 1);
+        let enough = profile.lexical_enough.max(1) as usize;
+        let steps = relax.steps();
+        for (over, k) in steps {
+            let step = run(LEXICAL_RELAXED_SQL, at_least(over, k), Some(any.clone()));
+            let (step, step_matched) = step.await?;
+            for c in step {
+                if !cands.iter().any(|(id, _)| *id == c.0) {
+                    cands.push(c);
+                }
+            }
+            cands.truncate(limit.max(0) as usize);
+            matched = step_matched;
+            mode = LexicalMode::Backoff {
+                required: k,
+                of: over.len(),
+            };
+            if cands.len() >= enough {
+                break;
+            }
+        }
     }
     // At the budget, only the first `budget` matches were ranked: the
     // answer may be full, but it is not known to be the best `limit`.
@@ -397,6 +503,71 @@ pub async fn lexical<C: GenericClient>(
         Some(ArmMode::Lexical(mode)),
         ms_since(t),
     ))
+}
+
+/// The terms the lexical arm's relaxed steps work with, each as its own
+/// tsquery text (stop words dropped, repeats once).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Relaxation {
+    /// Terms some products hold, at most half of them.
+    pub informative: Vec<String>,
+    /// Terms some products hold.
+    pub present: Vec<String>,
+    /// Every term with a lexeme.
+    pub terms: usize,
+}
+
+impl Relaxation {
+    /// Reads the terms' product counts from the catalog statistics.
+    pub async fn of<C: GenericClient>(
+        db: &C,
+        positive: &[String],
+    ) -> Result<Relaxation, tokio_postgres::Error> {
+        let rows = db.query(LEXICAL_TERMS_SQL, &[&positive]).await?;
+        let mut terms: Vec<(String, i64, i64)> = Vec::new();
+        for r in rows {
+            let q: String = r.get(1);
+            if !q.is_empty() && !terms.iter().any(|t| t.0 == q) {
+                terms.push((q, r.get(2), r.get(3)));
+            }
+        }
+        let pick = |keep: &dyn Fn(i64, i64) -> bool| -> Vec<String> {
+            terms
+                .iter()
+                .filter(|t| keep(t.1, t.2))
+                .map(|t| t.0.clone())
+                .collect()
+        };
+        Ok(Relaxation {
+            informative: pick(&|docs, catalog| docs > 0 && docs * 2 <= catalog),
+            present: pick(&|docs, _| docs > 0),
+            terms: terms.len(),
+        })
+    }
+
+    /// The steps in order: (the terms, how many of them a document holds).
+    pub fn steps(&self) -> Vec<(&[String], usize)> {
+        let all_first = self.informative.len() < self.terms;
+        let mut steps: Vec<(&[String], usize)> = relaxed_levels(self.informative.len(), all_first)
+            .into_iter()
+            .map(|k| (self.informative.as_slice(), k))
+            .collect();
+        if self.present.len() > self.informative.len() {
+            steps.push((self.present.as_slice(), 1));
+        }
+        steps
+    }
+
+    /// The tsquery of the step a lexical arm's `mode` names.
+    pub fn tsquery(&self, mode: LexicalMode) -> Option<String> {
+        let LexicalMode::Backoff { required, of } = mode else {
+            return None;
+        };
+        self.steps()
+            .into_iter()
+            .find(|(over, k)| *k == required && over.len() == of)
+            .map(|(over, k)| at_least(over, k))
+    }
 }
 
 /// The word-similarity thresholds of the trigram cascade, strictest first:
@@ -708,6 +879,27 @@ mod tests {
     }
 
     #[test]
+    fn relaxed_steps_go_from_all_terms_but_one_to_any_one() {
+        assert_eq!(relaxed_levels(0, true), Vec::<usize>::new());
+        assert_eq!(relaxed_levels(1, false), Vec::<usize>::new());
+        assert_eq!(relaxed_levels(1, true), vec![1]);
+        assert_eq!(relaxed_levels(2, false), vec![1]);
+        assert_eq!(relaxed_levels(3, false), vec![2, 1]);
+        assert_eq!(relaxed_levels(3, true), vec![3, 2, 1]);
+        assert_eq!(relaxed_levels(5, false), vec![4, 3, 1]);
+        // C(12, 6) = 924 combinations is too many for one tsquery.
+        assert_eq!(relaxed_levels(12, false), vec![11, 1]);
+        assert_eq!(combinations(5, 2), 10);
+        assert_eq!(combinations(12, 11), 12);
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            at_least(&t(&["'a'", "'b'", "'c'"]), 2),
+            "(('a') & ('b')) | (('a') & ('c')) | (('b') & ('c'))"
+        );
+        assert_eq!(at_least(&t(&["'a'", "'b'"]), 1), "(('a')) | (('b'))");
+    }
+
+    #[test]
     fn every_arm_carries_the_whole_eligibility_predicate() {
         let start = ELIGIBILITY_SQL
             .find("      -- eligibility")
@@ -715,6 +907,7 @@ mod tests {
         let block = ELIGIBILITY_SQL[start..].trim_end().trim_end_matches(';');
         for (name, sql) in [
             ("lexical", LEXICAL_SQL),
+            ("lexical_relaxed", LEXICAL_RELAXED_SQL),
             ("trigram", TRIGRAM_SQL),
             ("eligible_count", ELIGIBLE_COUNT_SQL),
             ("semantic_exact", SEMANTIC_EXACT_SQL),

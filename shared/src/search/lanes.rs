@@ -21,6 +21,7 @@
 
 use super::arms::{self, ArmResult, Eligibility, SkipReason};
 use super::fusion::Arm;
+use super::understand::{self, Understanding};
 use super::{embed_query, Variant};
 use crate::context::Ctx;
 use crate::db::Conn;
@@ -35,6 +36,9 @@ pub(crate) struct ArmsOutcome {
     pub lexical: ArmResult,
     pub trigram: ArmResult,
     pub semantic: ArmResult,
+    /// The query-understanding step's record (corrections, identifiers).
+    pub understanding: Understanding,
+    pub understand_ms: f64,
     pub embed_ms: f64,
     pub arms_ms: f64,
     /// Set when the semantic arm could not run (no query vector).
@@ -74,8 +78,12 @@ async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
 
 /// Runs the exact-identifier lookup and the three arms (those `variant`
 /// enables) for query `q`; `positive` is `q` without its negated terms. The
-/// query is embedded while the lexical arms run, and the semantic arm starts
-/// as soon as the vector exists.
+/// query-understanding step runs first, on the search's own lane, and the
+/// text arms search for the query it settles on ([`Understanding::query`]);
+/// the exact-identifier lookup and the semantic arm keep the words as
+/// written. The query is embedded
+/// while the lexical arms run, and the semantic arm starts as soon as the
+/// vector exists.
 pub(crate) async fn run_arms(
     ctx: &Ctx,
     own: &mut tokio_postgres::Client,
@@ -96,11 +104,21 @@ pub(crate) async fn run_arms(
     }))
     .await?;
     let lane = |arm: Arm| &lanes[lane_of(arm, lanes.len())];
+    let t = Instant::now();
+    let understanding = understand::understand(&lanes[0], positive, profile).await?;
+    let understand_ms = arms::ms_since(t);
+    // The text arms search for the corrected words; the semantic arm embeds
+    // the query as written (see `understand`).
+    let written = positive;
+    let positive = understanding.query(positive);
 
     let lexical_side = async {
         tokio::try_join!(arms::exact_identifier(lane(Arm::Lexical), elig, q), async {
             match variant.arms[Arm::Lexical as usize] {
-                true => arms::lexical(lane(Arm::Lexical), elig, positive, profile).await,
+                true => {
+                    arms::lexical_understood(lane(Arm::Lexical), elig, positive, written, profile)
+                        .await
+                }
                 false => Ok(ArmResult::skipped(
                     profile.lexical_limit,
                     SkipReason::Disabled,
@@ -129,7 +147,7 @@ pub(crate) async fn run_arms(
             let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::Disabled);
             return Ok::<_, tokio_postgres::Error>((skipped, 0.0, None));
         }
-        match embed_query(ctx, positive).await {
+        match embed_query(ctx, written).await {
             Ok(v) => {
                 let embed_ms = arms::ms_since(t);
                 let arm = arms::semantic(lane(Arm::Semantic), elig, &v, profile).await?;
@@ -164,6 +182,8 @@ pub(crate) async fn run_arms(
         lexical,
         trigram,
         semantic,
+        understanding,
+        understand_ms,
         embed_ms,
         arms_ms: arms::ms_since(started),
         warning,

@@ -28,6 +28,7 @@ mod lanes;
 mod receipt;
 pub mod request;
 pub mod trgm;
+pub mod understand;
 
 pub use request::{Filters, SearchRequest, Shape};
 
@@ -204,6 +205,10 @@ pub struct Diagnostics {
     pub models: Value,
     pub timings_ms: BTreeMap<&'static str, f64>,
     pub warnings: Vec<String>,
+    /// What query understanding did (corrections, identifiers); absent for
+    /// a filters-only search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_understanding: Option<understand::Understanding>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -360,6 +365,8 @@ pub(crate) struct EventRecord<'a> {
     pub served_count: i32,
     /// Set when the search replays a recorded one.
     pub replay: Option<&'a ReplayOf>,
+    /// What query understanding did; none for a filters-only search.
+    pub understanding: Option<&'a understand::Understanding>,
 }
 
 /// What the receipt of a replay records about the event it replays
@@ -504,11 +511,13 @@ pub(crate) async fn search_replaying(
     pipeline(ctx, principal, req, &Variant::SERVING, Some(replay)).await
 }
 
-/// Timings and warnings, collected along the pipeline.
+/// Timings, warnings and the query-understanding record, collected along
+/// the pipeline.
 #[derive(Default)]
 struct Trace {
     timings: BTreeMap<&'static str, f64>,
     warnings: Vec<String>,
+    understanding: Option<understand::Understanding>,
 }
 
 /// The candidates before hydration (stages 2–5).
@@ -622,6 +631,8 @@ async fn candidates(
     let positive = positive.unwrap_or(q);
     let out = lanes::run_arms(ctx, client, variant, &elig, q, positive).await?;
     trace.warnings.extend(out.warning);
+    trace.understanding = Some(out.understanding);
+    trace.timings.insert("understand", out.understand_ms);
     trace.timings.insert("embed", out.embed_ms);
     trace.timings.insert("lexical", out.lexical.ms);
     trace.timings.insert("trigram", out.trigram.ms);
@@ -908,6 +919,7 @@ async fn persist(
         profile: ctx.profile.snapshot(),
         served_count,
         replay,
+        understanding: trace.understanding.as_ref(),
     };
     let mut conn = ctx.conn().await?;
     receipt::write(
@@ -960,6 +972,7 @@ fn respond(
             models: models(ctx),
             timings_ms: trace.timings,
             warnings: trace.warnings,
+            query_understanding: trace.understanding,
         }
     });
     SearchResponse {

@@ -25,14 +25,17 @@ pub(crate) async fn write(
     let replays = ev.replay.map(|r| r.event);
     let replay_profile = ev.replay.map(|r| r.profile);
     let replay_ineligible = ev.replay.map(|r| r.ineligible.as_slice());
+    let understanding = ev
+        .understanding
+        .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
     tx.execute(
         "INSERT INTO receipts.search_events (
              search_event_id, principal, session_id, query_text, normalized_query, applied_filters,
              strategy, semantic_route, eligible_estimate, pool_size, result_limit, authorized_limit,
              served_count, rerank_status, models, arms, timings_ms, warnings, profile,
-             replays_event_id, replay_profile, replay_ineligible)
+             replays_event_id, replay_profile, replay_ineligible, query_understanding)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-                 $20, $21, $22)",
+                 $20, $21, $22, $23)",
         &[
             &ev.id,
             &ev.principal.as_str(),
@@ -56,6 +59,7 @@ pub(crate) async fn write(
             &replays,
             &replay_profile,
             &replay_ineligible,
+            &understanding,
         ],
     )
     .await?;

@@ -3,7 +3,7 @@
 SELECT search_event_id, created_at, query_text, normalized_query, applied_filters,
        strategy, semantic_route, eligible_estimate, arms, profile, timings_ms, warnings,
        result_limit, authorized_limit, session_id, rerank_status, models, pool_size,
-       served_count, replays_event_id, replay_profile, replay_ineligible
+       served_count, replays_event_id, replay_profile, replay_ineligible, query_understanding
 FROM receipts.search_events
 WHERE search_event_id = $1
   AND principal = $2

@@ -1,0 +1,208 @@
+//! Query understanding: a misspelt word is corrected against the catalog's
+//! vocabulary before the text arms run, the correction is recorded in the
+//! receipt and shown by diagnostics and explain, words a shopper writes are
+//! never "corrected", identifiers are left to the arms made for them, and
+//! the vocabulary follows the catalog. Against the real PostgreSQL and the
+//! sample catalog, on the runtime role.
+
+use mosaic::scope::explain_retrieval;
+use mosaic::search::{search_json, Shape};
+use mosaic::{Ctx, Principal, RetrievalProfile};
+use mosaic_integration_tests::{ctx, served, TestDb};
+use serde_json::{json, Value};
+
+fn alice() -> Principal {
+    Principal("alice".into())
+}
+
+async fn search(c: &Ctx, body: Value) -> Value {
+    search_json(c, &alice(), &body, Shape::Nested)
+        .await
+        .expect("search")
+}
+
+/// A brand of the sample catalog that is no English word, with the
+/// category of one of its products: (brand as written, brand lower case,
+/// a category word).
+async fn a_brand(db: &TestDb) -> (String, String, String) {
+    let owner = db.owner().await;
+    let rows = owner
+        .query(
+            "SELECT DISTINCT p.brand, split_part(p.category_key, '_', 1) AS word
+             FROM catalog.products p
+             WHERE length(p.brand) >= 7 AND p.brand ~ '^[A-Za-z]+$'
+             ORDER BY p.brand, word",
+            &[],
+        )
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .find(|(b, _)| !mosaic::search::understand::is_english(&b.to_lowercase()))
+        .map(|(b, w)| (b.clone(), b.to_lowercase(), w))
+        .expect("the sample catalog has a brand that is no English word")
+}
+
+/// `word` with its fourth letter dropped: one edit away.
+fn misspelt(word: &str) -> String {
+    let mut w: Vec<char> = word.chars().collect();
+    w.remove(3);
+    w.into_iter().collect()
+}
+
+#[tokio::test]
+async fn a_misspelt_brand_is_corrected_for_the_text_arms_and_recorded() {
+    let db = TestDb::with_sample("understand_brand").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    let (brand, lower, category) = a_brand(&db).await;
+    let typo = misspelt(&lower);
+    let r = search(
+        &c,
+        json!({"query": format!("{typo} {category}"), "limit": 10, "include_diagnostics": true}),
+    )
+    .await;
+
+    let u = &r["diagnostics"]["query_understanding"];
+    assert_eq!(
+        u["corrections"],
+        json!([{"from": typo, "to": lower, "edits": 1}]),
+        "{u}"
+    );
+    assert_eq!(u["corrected_query"], json!(format!("{lower} {category}")));
+    // The lexical arm's strict query matched: no back-off over every term.
+    assert_eq!(r["diagnostics"]["arms"]["lexical"]["mode"], json!("strict"));
+    // The receipt keeps the query as the caller wrote it.
+    assert_eq!(r["normalized_query"], json!(format!("{typo} {category}")));
+    let top = &r["results"][0];
+    assert_eq!(top["brand"], json!(brand), "{top}");
+    assert!(r["diagnostics"]["timings_ms"]["understand"].is_number());
+
+    // The same record is in the receipt, and explain shows it.
+    let e = explain_retrieval(
+        &c,
+        &alice(),
+        &json!({"retrieval_scope_id": r["search_event_id"]}),
+    )
+    .await
+    .expect("explain");
+    assert_eq!(e["query_understanding"], *u);
+}
+
+#[tokio::test]
+async fn words_a_shopper_writes_and_identifiers_are_left_alone() {
+    let db = TestDb::with_sample("understand_alone").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    // English words the catalog may not hold are never turned into the
+    // catalog's look-alikes.
+    let r = search(
+        &c,
+        json!({"query": "wired headphones my kids can wear", "include_diagnostics": true}),
+    )
+    .await;
+    let u = &r["diagnostics"]["query_understanding"];
+    assert_eq!(u["corrections"], json!([]), "{u}");
+    assert!(u.get("corrected_query").is_none(), "{u}");
+
+    // A model number is seen as an identifier and never corrected; the
+    // exact-identifier strategy still pins its product.
+    let model: String = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT model FROM catalog.products WHERE model ~ '[0-9]' ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let r = search(&c, json!({"query": model, "include_diagnostics": true})).await;
+    let u = &r["diagnostics"]["query_understanding"];
+    assert_eq!(u["corrections"], json!([]), "{u}");
+    assert!(
+        !u["identifiers"].as_array().unwrap().is_empty(),
+        "{model}: {u}"
+    );
+    assert_eq!(r["strategy"], json!("exact_identifier"));
+
+    // A filters-only search has nothing to understand.
+    let r = search(
+        &c,
+        json!({"filters": {"category_key": "headphones"}, "include_diagnostics": true}),
+    )
+    .await;
+    assert!(r["diagnostics"].get("query_understanding").is_none());
+}
+
+#[tokio::test]
+async fn with_correction_off_the_arms_see_the_query_as_written() {
+    let db = TestDb::with_sample("understand_off").await;
+    let (_, lower, category) = a_brand(&db).await;
+    let typo = misspelt(&lower);
+    let body = json!({"query": format!("{typo} {category}"), "include_diagnostics": true});
+    let off = RetrievalProfile {
+        query_correction: 0,
+        ..RetrievalProfile::default()
+    };
+    let r = search(&ctx(&db, off), body).await;
+    let u = &r["diagnostics"]["query_understanding"];
+    assert_eq!(u["corrections"], json!([]), "{u}");
+    assert_ne!(r["diagnostics"]["arms"]["lexical"]["mode"], json!("strict"));
+}
+
+#[tokio::test]
+async fn the_vocabulary_follows_the_catalog_and_only_the_owner_writes_it() {
+    let db = TestDb::with_sample("understand_vocab").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    let body = json!({"query": "zorbulaxe", "limit": 5, "include_diagnostics": true});
+    let before = search(&c, body.clone()).await;
+    assert_eq!(
+        before["diagnostics"]["query_understanding"]["corrections"],
+        json!([])
+    );
+
+    // A product whose title holds a new word; its refresh (as load and
+    // import run it) brings the word into the vocabulary.
+    let mut owner = db.owner().await;
+    let tx = owner.transaction().await.unwrap();
+    tx.batch_execute(
+        "INSERT INTO catalog.products (product_id, sku, model, brand, title, domain, category_key,
+                                       description, price_cents, availability, source_uri)
+         SELECT 'P-VOCAB-1', 'SKU-VOCAB-1', 'ZX-1', brand, 'Zorbulax ' || title, domain,
+                category_key, description, price_cents, 'in_stock', 'catalog://vocab/1'
+         FROM catalog.products ORDER BY product_id LIMIT 1",
+    )
+    .await
+    .unwrap();
+    mosaic::catalog::load::refresh_projection(&tx, Some(&["P-VOCAB-1".to_string()]))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let after = search(&c, body).await;
+    assert_eq!(
+        after["diagnostics"]["query_understanding"]["corrections"],
+        json!([{"from": "zorbulaxe", "to": "zorbulax", "edits": 1}])
+    );
+    assert_eq!(served(&after)[0], "P-VOCAB-1");
+
+    // The runtime role reads the vocabulary and cannot change it.
+    let runtime = db.runtime().await;
+    let n: i64 = runtime
+        .query_one("SELECT count(*) FROM search.vocabulary", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(n > 1000, "{n}");
+    for sql in [
+        "INSERT INTO search.vocabulary VALUES ('forged', 1)",
+        "DELETE FROM search.vocabulary",
+        "SELECT search.refresh_vocabulary()",
+    ] {
+        let e = runtime.batch_execute(sql).await.expect_err(sql);
+        assert_eq!(
+            e.code(),
+            Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+            "{sql}: {e}"
+        );
+    }
+}
