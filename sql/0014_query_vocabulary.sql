@@ -1,14 +1,18 @@
 -- 0014: the catalog's vocabulary, for correcting misspelt query words
 -- before the arms run (`shared/src/search/understand.rs`).
 --
--- search.vocabulary holds every word of the products' searchable text
--- (brand, model, SKU, title, aliases, category, attribute values,
--- description), lower case, split at anything that is not a letter or a
--- digit, with the number of products that hold it. A query word that is
--- not in it, and that is a word (letters only), is looked up here among
--- its trigram neighbours; the closest by edit distance, then the most
--- common, replaces it for the arms and the rerank stage. The GIN trigram
--- index serves that lookup.
+-- search.vocabulary holds every word of letters only in the products'
+-- searchable text (brand, model, SKU, title, aliases, category, attribute
+-- values, description), lower case, split at anything that is not a letter
+-- or a digit, with the number of products that hold it. Only such words
+-- are ever corrected or proposed, so tokens with digits (SKUs, model
+-- numbers: most of a large catalog's distinct tokens) are left out: 999
+-- words instead of 217k at 100k generated products, and a lookup in
+-- fractions of a millisecond instead of 2-7 ms. A query word that is not
+-- in it, and is no English word, is looked up here among its trigram
+-- neighbours; the closest by edit distance, then the most common,
+-- replaces it for the text arms. The GIN trigram index serves that
+-- lookup.
 --
 -- It is rebuilt whole by search.refresh_vocabulary() after every load and
 -- import (`mosaic::catalog::load::refresh_projection`), in the loading
@@ -33,17 +37,28 @@ CREATE OR REPLACE FUNCTION search.refresh_vocabulary() RETURNS bigint
 DECLARE
     n bigint;
 BEGIN
-    -- Writers wait for each other; readers keep the committed words.
+    -- Writers wait for each other; readers keep the committed words. Only
+    -- the words that come, go or change their count are written, so a
+    -- refresh after a small import leaves the table and its indexes as
+    -- they were (rewriting every row would leave the trigram index full of
+    -- dead entries that every lookup scans until a vacuum).
     LOCK TABLE search.vocabulary IN EXCLUSIVE MODE;
-    DELETE FROM search.vocabulary;
-    INSERT INTO search.vocabulary (word, products)
-    SELECT w.word, count(DISTINCT pp.product_id)::integer
-    FROM search.product_projection pp
-    CROSS JOIN LATERAL regexp_split_to_table(
-        lower(pp.identity_text || ' ' || pp.embedding_text), '[^[:alnum:]]+') AS w (word)
-    WHERE w.word <> '' AND length(w.word) <= 64
-    GROUP BY w.word;
-    GET DIAGNOSTICS n = ROW_COUNT;
+    WITH fresh AS (
+        SELECT w.word, count(DISTINCT pp.product_id)::integer AS products
+        FROM search.product_projection pp
+        CROSS JOIN LATERAL regexp_split_to_table(
+            lower(pp.identity_text || ' ' || pp.embedding_text), '[^[:alnum:]]+') AS w (word)
+        WHERE w.word ~ '^[[:alpha:]]+$' AND length(w.word) <= 64
+        GROUP BY w.word
+    ), gone AS (
+        DELETE FROM search.vocabulary v
+        WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.word = v.word)
+    )
+    INSERT INTO search.vocabulary AS v (word, products)
+    SELECT f.word, f.products FROM fresh f
+    ON CONFLICT (word) DO UPDATE SET products = EXCLUDED.products
+        WHERE v.products <> EXCLUDED.products;
+    SELECT count(*) INTO n FROM search.vocabulary;
     ANALYZE search.vocabulary;
     RETURN n;
 END

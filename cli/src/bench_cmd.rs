@@ -21,8 +21,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Stages reported from the service's `timings_ms`.
-const STAGES: [&str; 10] = [
-    "embed", "lexical", "trigram", "semantic", "arms", "fusion", "hydrate", "rerank", "receipt",
+const STAGES: [&str; 11] = [
+    "understand",
+    "embed",
+    "lexical",
+    "trigram",
+    "semantic",
+    "arms",
+    "fusion",
+    "hydrate",
+    "rerank",
+    "receipt",
     "total",
 ];
 /// Stages broken down by query kind (model number, typo, ...).
