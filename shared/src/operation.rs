@@ -1,12 +1,15 @@
 //! The four operations, transport-neutral: every entry point (the HTTP
 //! router, the Lambda functions, the MCP server, the `mosaic` commands)
 //! decides which operation a request names and with which arguments, and runs
-//! it through [`Operation::call`].
+//! it through [`Operation::call`]: the arguments are validated once into
+//! the operation's typed [`Request`], which runs to its typed response,
+//! serialised here.
 
 use crate::context::{Ctx, Principal};
-use crate::error::Error;
-use crate::scope;
-use crate::search::{search_json, Shape};
+use crate::error::{to_json, Error};
+use crate::profile::RetrievalProfile;
+use crate::scope::{self, CompareRequest, EvidenceRequest, ExplainRequest};
+use crate::search::{self, SearchRequest, Shape};
 use serde_json::Value;
 
 /// One of the four operations of the contract.
@@ -78,13 +81,48 @@ impl Operation {
         args: &Value,
         shape: Shape,
     ) -> Result<Value, Error> {
-        match self {
-            Operation::SearchProducts => search_json(ctx, principal, args, shape).await,
-            Operation::GetProductEvidence => {
-                scope::get_product_evidence(ctx, principal, args).await
+        self.request(args, shape, &ctx.profile)?
+            .run(ctx, principal)
+            .await
+    }
+
+    /// Validates the arguments of this operation (search arguments in
+    /// `shape`); every bad input is a 400 naming the field, before anything
+    /// runs.
+    pub fn request(
+        self,
+        args: &Value,
+        shape: Shape,
+        profile: &RetrievalProfile,
+    ) -> Result<Request, Error> {
+        Ok(match self {
+            Operation::SearchProducts => {
+                Request::Search(SearchRequest::from_json(args, shape, profile)?)
             }
-            Operation::CompareProducts => scope::compare_products(ctx, principal, args).await,
-            Operation::ExplainRetrieval => scope::explain_retrieval(ctx, principal, args).await,
+            Operation::GetProductEvidence => Request::Evidence(EvidenceRequest::from_json(args)?),
+            Operation::CompareProducts => Request::Compare(CompareRequest::from_json(args)?),
+            Operation::ExplainRetrieval => Request::Explain(ExplainRequest::from_json(args)?),
+        })
+    }
+}
+
+/// A validated request of one of the four operations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Search(SearchRequest),
+    Evidence(EvidenceRequest),
+    Compare(CompareRequest),
+    Explain(ExplainRequest),
+}
+
+impl Request {
+    /// Runs the request; its response as JSON.
+    pub async fn run(self, ctx: &Ctx, principal: &Principal) -> Result<Value, Error> {
+        match self {
+            Request::Search(req) => to_json(&search::search(ctx, principal, req).await?),
+            Request::Evidence(req) => to_json(&scope::evidence(ctx, principal, req).await?),
+            Request::Compare(req) => to_json(&scope::compare(ctx, principal, req).await?),
+            Request::Explain(req) => to_json(&scope::explain(ctx, principal, req).await?),
         }
     }
 }

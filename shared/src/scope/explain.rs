@@ -17,13 +17,13 @@
 //! authorization); otherwise, say once the replayed event is purged, the
 //! key is absent and nothing tells whether the other event exists.
 
-use super::{bounded_read, object, scope_id, to_json, ReceiptSignals};
+use super::{bounded_read, object, scope_id, ReceiptSignals};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::replay::ReplayReport;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_postgres::{Row, Transaction};
 use uuid::Uuid;
 
@@ -39,7 +39,7 @@ Only granted candidates (served_rank <= authorized_limit) may be used for eviden
 comparison; this explanation grants nothing.";
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Candidate {
+pub struct Candidate {
     pub product_id: String,
     /// Pool rank space: 1..pool_size, before reranking.
     pub pre_rerank_rank: i32,
@@ -55,7 +55,7 @@ pub(crate) struct Candidate {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Event {
+pub struct Event {
     pub search_event_id: Uuid,
     created_at: DateTime<Utc>,
     session_id: Option<String>,
@@ -160,12 +160,46 @@ pub(crate) async fn read_receipt(
     }))
 }
 
-pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Result<Value, Error> {
-    let obj = object(args, FIELDS)?;
-    let Some(scope) = scope_id(obj)? else {
+/// A validated `explain_retrieval` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExplainRequest {
+    /// `None` when the id is not a UUID: refused when the request runs,
+    /// like any unknown scope.
+    pub retrieval_scope_id: Option<Uuid>,
+}
+
+impl ExplainRequest {
+    /// Validates the flat logical-argument object.
+    pub fn from_json(args: &Value) -> Result<Self, Error> {
+        let obj = object(args, FIELDS)?;
+        Ok(ExplainRequest {
+            retrieval_scope_id: scope_id(obj)?,
+        })
+    }
+}
+
+/// The answer: the event's fields, its whole pool, the replay (when there
+/// is one the caller may read) and the note on rank spaces.
+#[derive(Debug, Serialize)]
+pub struct ExplainResponse {
+    #[serde(flatten)]
+    pub event: Event,
+    pub retrieval_scope_id: Uuid,
+    pub pool: Vec<Candidate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayReport>,
+    pub note: &'static str,
+}
+
+/// Runs `explain_retrieval`.
+pub async fn explain(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: ExplainRequest,
+) -> Result<ExplainResponse, Error> {
+    let Some(scope) = req.retrieval_scope_id else {
         return Err(Error::NotFound);
     };
-
     let mut conn = ctx.conn().await?;
     let tx = bounded_read(&mut conn, ctx).await?;
     let receipt = read_receipt(&tx, scope, principal.as_str()).await?;
@@ -179,13 +213,11 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
     let Some(receipt) = receipt else {
         return Err(Error::NotFound);
     };
-
-    let mut out = to_json(&receipt.event)?;
-    out["retrieval_scope_id"] = json!(scope);
-    out["pool"] = to_json(&receipt.pool)?;
-    if let Some(before) = replayed {
-        out["replay"] = to_json(&ReplayReport::between(&before, &receipt))?;
-    }
-    out["note"] = json!(NOTE);
-    Ok(out)
+    Ok(ExplainResponse {
+        replay: replayed.map(|before| ReplayReport::between(&before, &receipt)),
+        event: receipt.event,
+        retrieval_scope_id: scope,
+        pool: receipt.pool,
+        note: NOTE,
+    })
 }

@@ -25,10 +25,18 @@ mod compare;
 mod evidence;
 mod explain;
 
-pub(crate) use explain::{read_receipt, Candidate, Event, Receipt};
+pub use compare::{
+    compare, AttributeMatrix, CompareRequest, CompareResponse, ComparedProduct, MatrixRow,
+    ServedReceipt,
+};
+pub use evidence::{
+    evidence, EvidenceRequest, EvidenceResponse, EvidenceSignals, EvidenceUnit, Intent,
+};
+pub use explain::{explain, Candidate, Event, ExplainRequest, ExplainResponse};
+pub(crate) use explain::{read_receipt, Receipt};
 
 use crate::context::{Ctx, Principal};
-use crate::error::Error;
+use crate::error::{to_json, Error};
 use crate::search::request::{check_text, TextKind};
 use crate::search::SignalOut;
 use serde::Serialize;
@@ -36,32 +44,37 @@ use serde_json::{Map, Value};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-/// `get_product_evidence`: `args` is the flat logical-argument object
-/// (`retrieval_scope_id`, `product_id`, `evidence_query`, optional `limit`).
+/// `get_product_evidence` over the flat logical-argument object
+/// (`retrieval_scope_id`, `product_id`, `evidence_query`, optional `limit`),
+/// for transports that speak JSON.
 pub async fn get_product_evidence(
     ctx: &Ctx,
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    evidence::run(ctx, principal, args).await
+    let req = EvidenceRequest::from_json(args)?;
+    to_json(&evidence(ctx, principal, req).await?)
 }
 
-/// `compare_products`: `retrieval_scope_id`, `product_ids` (2..5, distinct).
+/// `compare_products` over `retrieval_scope_id`, `product_ids` (2..5,
+/// distinct).
 pub async fn compare_products(
     ctx: &Ctx,
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    compare::run(ctx, principal, args).await
+    let req = CompareRequest::from_json(args)?;
+    to_json(&compare(ctx, principal, req).await?)
 }
 
-/// `explain_retrieval`: `retrieval_scope_id`.
+/// `explain_retrieval` over `retrieval_scope_id`.
 pub async fn explain_retrieval(
     ctx: &Ctx,
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    explain::run(ctx, principal, args).await
+    let req = ExplainRequest::from_json(args)?;
+    to_json(&explain(ctx, principal, req).await?)
 }
 
 /// The longest product id the catalog accepts.
@@ -173,7 +186,7 @@ fn integer(
 /// What a receipt recorded about one candidate's retrieval, read from a row
 /// holding the `receipts.search_candidates` signal columns by name.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct ReceiptSignals {
+pub struct ReceiptSignals {
     pub lexical: Option<SignalOut>,
     pub trigram: Option<SignalOut>,
     pub semantic: Option<SignalOut>,
@@ -203,10 +216,6 @@ impl ReceiptSignals {
 /// 4.300000190734863): the shortest decimal that round-trips the `f32`.
 fn stars(r: Option<f32>) -> Option<f64> {
     r.map(|x| x.to_string().parse().unwrap_or(f64::from(x)))
-}
-
-fn to_json<T: Serialize>(v: &T) -> Result<Value, Error> {
-    serde_json::to_value(v).map_err(|e| Error::Internal(e.to_string()))
 }
 
 #[cfg(test)]
