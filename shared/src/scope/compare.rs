@@ -11,9 +11,10 @@
 //! attribute matrix over the sorted union of attribute keys, with explicit
 //! nulls where a product lacks a key.
 
-use super::{bounded_read, object, product_id, scope_id, stars, ReceiptSignals};
+use super::{bounded_read, object, product_id, scope_id, stars};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
+use crate::receipt::ReceiptSignals;
 use crate::search::request::{check_text, TextKind};
 use serde::Serialize;
 use serde_json::{Map, Value};

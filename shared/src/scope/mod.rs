@@ -32,16 +32,12 @@ pub use compare::{
 pub use evidence::{
     evidence, EvidenceRequest, EvidenceResponse, EvidenceSignals, EvidenceUnit, Intent,
 };
-pub use explain::{explain, Candidate, Event, ExplainRequest, ExplainResponse};
-pub(crate) use explain::{read_receipt, Receipt};
+pub use explain::{explain, ExplainRequest, ExplainResponse};
 
 use crate::context::{Ctx, Principal};
 use crate::error::{to_json, Error};
 use crate::search::request::{check_text, TextKind};
-use crate::search::SignalOut;
-use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio_postgres::Row;
 use uuid::Uuid;
 
 /// `get_product_evidence` over the flat logical-argument object
@@ -180,35 +176,6 @@ fn integer(
             )),
         },
         Some(_) => Err(Error::invalid(field, format!("`{field}` must be a number"))),
-    }
-}
-
-/// What a receipt recorded about one candidate's retrieval, read from a row
-/// holding the `receipts.search_candidates` signal columns by name.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ReceiptSignals {
-    pub lexical: Option<SignalOut>,
-    pub trigram: Option<SignalOut>,
-    pub semantic: Option<SignalOut>,
-    pub rrf_score: Option<f64>,
-    pub rerank_score: Option<f64>,
-}
-
-impl ReceiptSignals {
-    fn from_row(row: &Row) -> Self {
-        let arm = |arm: &str| {
-            let rank: Option<i32> = row.get(format!("{arm}_rank").as_str());
-            let score: Option<f64> = row.get(format!("{arm}_score").as_str());
-            rank.zip(score)
-                .map(|(rank, score)| SignalOut { rank, score })
-        };
-        ReceiptSignals {
-            lexical: arm("lexical"),
-            trigram: arm("trigram"),
-            semantic: arm("semantic"),
-            rrf_score: row.get("rrf_score"),
-            rerank_score: row.get("rerank_score"),
-        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! `event_created_at` (their day partition, see `sql/0012`) defaults to the
 //! transaction's start time, which is the event's `created_at`.
 
-use super::{EventRecord, Member};
+use crate::search::{EventRecord, Member};
 use serde_json::Value;
 use tokio_postgres::Client;
 
