@@ -6,6 +6,7 @@
 //! serialised here.
 
 use crate::context::{Ctx, Principal};
+use crate::contract::OperationSpec;
 use crate::error::{to_json, Error};
 use crate::profile::RetrievalProfile;
 use crate::scope::{self, CompareRequest, EvidenceRequest, ExplainRequest};
@@ -56,9 +57,9 @@ impl Operation {
     }
 
     /// The operation's entry in the contract.
-    pub fn contract(self) -> &'static Value {
-        // Every operation is in the contract (a unit test holds it to that).
-        crate::contract::operation(self.name()).unwrap_or(&Value::Null)
+    pub fn contract(self) -> &'static OperationSpec {
+        crate::contract::operation(self.name())
+            .expect("every operation is in the contract (a unit test holds it to that)")
     }
 
     /// Runs the operation on flat logical arguments (the contract's shape:
@@ -134,7 +135,7 @@ mod tests {
     #[test]
     fn operations_are_the_contract_operations() {
         for op in Operation::ALL {
-            assert_eq!(op.contract()["name"], op.name());
+            assert_eq!(op.contract().name, op.name());
             assert_eq!(Operation::from_name(op.name()), Some(op));
             assert_eq!(op.function_name().replace('-', "_"), op.name());
         }
