@@ -58,7 +58,7 @@ pub struct McpArgs {
     #[arg(long, conflicts_with = "principal")]
     anonymous: bool,
     #[command(flatten)]
-    runtime: crate::RuntimeArgs,
+    runtime: crate::args::RuntimeArgs,
     #[command(flatten)]
     embedder: crate::embedder::EmbedderArgs,
 }
