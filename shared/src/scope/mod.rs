@@ -35,8 +35,9 @@ pub use evidence::{
 pub use explain::{explain, ExplainRequest, ExplainResponse};
 
 use crate::context::{Ctx, Principal};
-use crate::error::{to_json, Error};
-use crate::search::request::{check_text, TextKind};
+use crate::error::Error;
+use crate::operation::Operation;
+use crate::search::request::{self, check_text, TextKind};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -48,8 +49,9 @@ pub async fn get_product_evidence(
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    let req = EvidenceRequest::from_json(args)?;
-    to_json(&evidence(ctx, principal, req).await?)
+    Operation::GetProductEvidence
+        .call(ctx, principal, args)
+        .await
 }
 
 /// `compare_products` over `retrieval_scope_id`, `product_ids` (2..5,
@@ -59,8 +61,7 @@ pub async fn compare_products(
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    let req = CompareRequest::from_json(args)?;
-    to_json(&compare(ctx, principal, req).await?)
+    Operation::CompareProducts.call(ctx, principal, args).await
 }
 
 /// `explain_retrieval` over `retrieval_scope_id`.
@@ -69,8 +70,7 @@ pub async fn explain_retrieval(
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    let req = ExplainRequest::from_json(args)?;
-    to_json(&explain(ctx, principal, req).await?)
+    Operation::ExplainRetrieval.call(ctx, principal, args).await
 }
 
 /// The longest product id the catalog accepts.
@@ -124,29 +124,12 @@ fn product_id(v: &Value, field: &str) -> Result<String, Error> {
 /// A required free-text argument: trimmed, non-empty, at most `max` chars,
 /// no control characters.
 fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Error> {
-    let s = match obj.get(field) {
-        None | Some(Value::Null) => {
-            return Err(Error::invalid(field, format!("`{field}` is required")))
-        }
-        Some(Value::String(s)) => {
-            check_text(field, s, TextKind::Prose)?;
-            s.trim()
-        }
-        Some(_) => return Err(Error::invalid(field, format!("`{field}` must be a string"))),
-    };
-    if s.is_empty() {
-        return Err(Error::invalid(
-            field,
-            format!("`{field}` must not be empty"),
-        ));
+    let v = obj.get(field).unwrap_or(&Value::Null);
+    if v.is_null() {
+        return Err(Error::invalid(field, format!("`{field}` is required")));
     }
-    if s.chars().count() > max {
-        return Err(Error::invalid(
-            field,
-            format!("`{field}` is longer than {max} characters"),
-        ));
-    }
-    Ok(s.to_string())
+    request::string(v, field, max, TextKind::Prose)?
+        .ok_or_else(|| Error::invalid(field, format!("`{field}` must not be empty")))
 }
 
 /// Starts the read-only transaction a scoped operation reads in, with the
@@ -158,7 +141,7 @@ async fn bounded_read<'c>(
     Ok(crate::db::bounded_transaction(conn, ctx.profile.statement_timeout_ms, true).await?)
 }
 
-/// An optional whole number in `min..=max`.
+/// An optional whole number in `min..=max`, `default` when absent.
 fn integer(
     obj: &Map<String, Value>,
     field: &str,
@@ -166,17 +149,8 @@ fn integer(
     max: i64,
     default: i64,
 ) -> Result<i64, Error> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(i) if (min..=max).contains(&i) => Ok(i),
-            _ => Err(Error::invalid(
-                field,
-                format!("`{field}` must be a whole number from {min} to {max}"),
-            )),
-        },
-        Some(_) => Err(Error::invalid(field, format!("`{field}` must be a number"))),
-    }
+    let v = obj.get(field).unwrap_or(&Value::Null);
+    Ok(request::integer(v, field, min, max)?.unwrap_or(default))
 }
 
 /// A `real` star rating as the number it was written as (4.3, not

@@ -126,7 +126,14 @@ pub fn check_text(field: &str, s: &str, kind: TextKind) -> Result<(), Error> {
     }
 }
 
-fn string(v: &Value, field: &str, max: usize, kind: TextKind) -> Result<Option<String>, Error> {
+/// An optional string: trimmed, at most `max` characters, `None` when null
+/// or empty.
+pub(crate) fn string(
+    v: &Value,
+    field: &str,
+    max: usize,
+    kind: TextKind,
+) -> Result<Option<String>, Error> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => {
@@ -144,7 +151,8 @@ fn string(v: &Value, field: &str, max: usize, kind: TextKind) -> Result<Option<S
     }
 }
 
-fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Option<i64>, Error> {
+/// An optional whole number in `min..=max`.
+pub(crate) fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Option<i64>, Error> {
     match v {
         Value::Null => Ok(None),
         Value::Number(n) => match n.as_i64() {
