@@ -171,13 +171,8 @@ async fn read_receipt(
     id: Uuid,
     principal: &Principal,
 ) -> Result<Option<Receipt>, Error> {
-    let mut conn = ctx.conn().await?;
-    let tx =
-        crate::db::bounded_transaction(&mut conn, ctx.profile.statement_timeout_ms, true).await?;
-    let r = receipt::read(&tx, id, principal.as_str()).await?;
-    tx.commit().await?;
-    conn.settle();
-    Ok(r)
+    ctx.read_only(async |tx| receipt::read(tx, id, principal.as_str()).await)
+        .await
 }
 
 /// One event of a sample, in brief.
@@ -227,15 +222,9 @@ pub async fn replay_sample(
     since: DateTime<Utc>,
     choice: ProfileChoice,
 ) -> Result<SampleSummary, Error> {
-    let ids: Vec<Uuid> = {
-        let mut conn = ctx.conn().await?;
-        let tx = crate::db::bounded_transaction(&mut conn, ctx.profile.statement_timeout_ms, true)
-            .await?;
-        let ids = receipt::sample(&tx, since, n).await?;
-        tx.commit().await?;
-        conn.settle();
-        ids
-    };
+    let ids = ctx
+        .read_only(async |tx| Ok(receipt::sample(tx, since, n).await?))
+        .await?;
     let mut reports = Vec::new();
     let mut failed = Vec::new();
     for id in ids {

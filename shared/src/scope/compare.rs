@@ -11,7 +11,7 @@
 //! attribute matrix over the sorted union of attribute keys, with explicit
 //! nulls where a product lacks a key.
 
-use super::{bounded_read, object, product_id, scope_id, stars};
+use super::{object, product_id, scope_id, stars};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::receipt::ReceiptSignals;
@@ -150,11 +150,9 @@ pub async fn compare(
         return Err(Error::NotFound);
     };
     let ids = req.product_ids;
-    let mut conn = ctx.conn().await?;
-    let tx = bounded_read(&mut conn, ctx).await?;
-    let rows = tx.query(SQL, &[&scope, &principal.as_str(), &ids]).await?;
-    tx.commit().await?;
-    conn.settle();
+    let rows = ctx
+        .read_only(async |tx| Ok(tx.query(SQL, &[&scope, &principal.as_str(), &ids]).await?))
+        .await?;
     if rows.len() != ids.len() {
         return Err(Error::NotFound);
     }

@@ -14,13 +14,14 @@
 //! Units are ranked, not filtered: a product has a handful of units, and the
 //! score (with its parts in `signals`) shows how well each one matched.
 
-use super::{bounded_read, integer, object, product_id, scope_id, stars, text};
+use super::{integer, object, product_id, scope_id, stars, text};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::search::arms::lexical_terms;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -248,25 +249,19 @@ pub async fn evidence(
         Intent::Specification => (0.0, KIND_PRIOR),
         Intent::Neutral => (0.0, 0.0),
     };
-    let mut conn = ctx.conn().await?;
-    let tx = bounded_read(&mut conn, ctx).await?;
-    let rows = tx
-        .query(
-            SQL,
-            &[
-                &scope,
-                &principal.as_str(),
-                &req.product_id,
-                &or_query,
-                &terms,
-                &review_prior,
-                &spec_prior,
-                &req.limit,
-            ],
-        )
+    let params: [&(dyn ToSql + Sync); 8] = [
+        &scope,
+        &principal.as_str(),
+        &req.product_id,
+        &or_query,
+        &terms,
+        &review_prior,
+        &spec_prior,
+        &req.limit,
+    ];
+    let rows = ctx
+        .read_only(async |tx| Ok(tx.query(SQL, &params).await?))
         .await?;
-    tx.commit().await?;
-    conn.settle();
     if rows.is_empty() {
         return Err(Error::NotFound);
     }

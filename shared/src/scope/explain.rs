@@ -15,7 +15,7 @@
 //! authorization); otherwise, say once the replayed event is purged, the
 //! key is absent and nothing tells whether the other event exists.
 
-use super::{bounded_read, object, scope_id};
+use super::{object, scope_id};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::receipt::{self, Candidate, Event};
@@ -73,16 +73,17 @@ pub async fn explain(
     let Some(scope) = req.retrieval_scope_id else {
         return Err(Error::NotFound);
     };
-    let mut conn = ctx.conn().await?;
-    let tx = bounded_read(&mut conn, ctx).await?;
-    let receipt = receipt::read(&tx, scope, principal.as_str()).await?;
-    // The replayed event, under the same predicate as this one.
-    let replayed = match receipt.as_ref().and_then(|r| r.event.replays_event_id) {
-        Some(id) => receipt::read(&tx, id, principal.as_str()).await?,
-        None => None,
-    };
-    tx.commit().await?;
-    conn.settle();
+    let (receipt, replayed) = ctx
+        .read_only(async |tx| {
+            let receipt = receipt::read(tx, scope, principal.as_str()).await?;
+            // The replayed event, under the same predicate as this one.
+            let replayed = match receipt.as_ref().and_then(|r| r.event.replays_event_id) {
+                Some(id) => receipt::read(tx, id, principal.as_str()).await?,
+                None => None,
+            };
+            Ok((receipt, replayed))
+        })
+        .await?;
     let Some(receipt) = receipt else {
         return Err(Error::NotFound);
     };

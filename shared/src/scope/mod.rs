@@ -19,7 +19,7 @@
 //! Each operation reads in one read-only transaction whose statements the
 //! server stops after the profile's `statement_timeout_ms`, on a connection
 //! that cancels its statement if the operation is abandoned at a deadline
-//! ([`crate::db::Conn`]).
+//! ([`Ctx::read_only`](crate::context::Ctx)).
 
 mod compare;
 mod evidence;
@@ -130,15 +130,6 @@ fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Err
     }
     request::string(v, field, max, TextKind::Prose)?
         .ok_or_else(|| Error::invalid(field, format!("`{field}` must not be empty")))
-}
-
-/// Starts the read-only transaction a scoped operation reads in, with the
-/// profile's statement bound.
-async fn bounded_read<'c>(
-    conn: &'c mut crate::db::Conn,
-    ctx: &Ctx,
-) -> Result<tokio_postgres::Transaction<'c>, Error> {
-    Ok(crate::db::bounded_transaction(conn, ctx.profile.statement_timeout_ms, true).await?)
 }
 
 /// An optional whole number in `min..=max`, `default` when absent.
