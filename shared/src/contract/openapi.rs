@@ -3,6 +3,7 @@
 //! sits over HTTP), the meta routes, and one response per error status.
 
 use super::http::{argument_locations, location};
+use super::spec::MetaRoute;
 use super::{array, contract, errors, operations, required, OperationSpec};
 use serde_json::{json, Map, Value};
 
@@ -105,89 +106,17 @@ fn request_body_schema(op: &OperationSpec) -> Option<Value> {
 /// The OpenAPI 3.1 document of the HTTP routes.
 pub fn openapi() -> Value {
     let c = contract();
-    let mut paths = Map::new();
     let error_refs = error_responses();
+    let mut paths = Map::new();
+    let mut add = |route: &str, method: &str, operation: Value| {
+        let entry = paths.entry(route.to_string()).or_insert_with(|| json!({}));
+        entry[method.to_lowercase()] = operation;
+    };
     for op in operations() {
-        let shape = http_shape(op);
-        let name = op.name.as_str();
-        let parameters: Vec<Value> = shape
-            .path
-            .iter()
-            .map(|(pname, schema)| parameter(pname, "path", schema))
-            .collect();
-        let mut responses = json!({
-            "200": {
-                "description": format!("The {name} result."),
-                "content": { "application/json": { "schema": {
-                    "$ref": format!("#/components/schemas/{name}_result")
-                } } },
-            }
-        });
-        for (status, r) in &error_refs {
-            responses[status.as_str()] = r.clone();
-        }
-        let mut operation = json!({
-            "operationId": name,
-            "summary": op.title,
-            "description": op.description,
-            "x-mosaic-capability": op.capability,
-            "x-mosaic-read-only": op.read_only,
-            "parameters": parameters,
-            "responses": responses,
-        });
-        if request_body_schema(op).is_some() {
-            operation["requestBody"] = json!({
-                "required": true,
-                "content": { "application/json": { "schema": {
-                    "$ref": format!("#/components/schemas/{name}_request")
-                } } },
-            });
-        }
-        let method = op.http.method.to_lowercase();
-        let entry = paths
-            .entry(op.http.route.clone())
-            .or_insert_with(|| json!({}));
-        entry[method] = operation;
+        add(&op.http.route, &op.http.method, operation(op, &error_refs));
     }
     for meta in &c.meta_routes {
-        let parameters: Vec<Value> = meta
-            .query
-            .iter()
-            .flatten()
-            .map(|(qname, schema)| parameter(qname, "query", schema))
-            .collect();
-        let mut responses = json!({
-            "200": {
-                "description": "OK.",
-                "content": { "application/json": { "schema": { "type": "object" } } },
-            }
-        });
-        for status in ["400", "503"] {
-            if let Some((_, r)) = error_refs.iter().find(|(s, _)| s == status) {
-                responses[status] = r.clone();
-            }
-        }
-        let method = meta.method.to_lowercase();
-        let entry = paths.entry(meta.route.clone()).or_insert_with(|| json!({}));
-        entry[method] = json!({
-            "operationId": meta.name,
-            "description": meta.description,
-            "parameters": parameters,
-            "responses": responses,
-        });
-    }
-    let mut schemas = Map::new();
-    schemas.insert("ErrorEnvelope".into(), c.error_envelope.clone());
-    for op in operations() {
-        let name = op.name.as_str();
-        if let Some(body) = request_body_schema(op) {
-            schemas.insert(format!("{name}_request"), body);
-        }
-        let mut out = op.output_schema.clone();
-        if let Some(m) = out.as_object_mut() {
-            m.remove("$schema");
-        }
-        schemas.insert(format!("{name}_result"), out);
+        add(&meta.route, &meta.method, meta_operation(meta, &error_refs));
     }
     let mut error_components = Map::new();
     for (status, _) in &error_refs {
@@ -203,10 +132,97 @@ pub fn openapi() -> Value {
         },
         "paths": paths,
         "components": {
-            "schemas": schemas,
+            "schemas": schemas(),
             "responses": error_components,
         },
     })
+}
+
+/// The OpenAPI operation of one contract operation: its path parameters,
+/// its request body (by reference), its result and every error response.
+fn operation(op: &OperationSpec, error_refs: &[(String, Value)]) -> Value {
+    let name = op.name.as_str();
+    let parameters: Vec<Value> = http_shape(op)
+        .path
+        .iter()
+        .map(|(pname, schema)| parameter(pname, "path", schema))
+        .collect();
+    let mut responses = json!({
+        "200": {
+            "description": format!("The {name} result."),
+            "content": { "application/json": { "schema": {
+                "$ref": format!("#/components/schemas/{name}_result")
+            } } },
+        }
+    });
+    for (status, r) in error_refs {
+        responses[status.as_str()] = r.clone();
+    }
+    let mut operation = json!({
+        "operationId": name,
+        "summary": op.title,
+        "description": op.description,
+        "x-mosaic-capability": op.capability,
+        "x-mosaic-read-only": op.read_only,
+        "parameters": parameters,
+        "responses": responses,
+    });
+    if request_body_schema(op).is_some() {
+        operation["requestBody"] = json!({
+            "required": true,
+            "content": { "application/json": { "schema": {
+                "$ref": format!("#/components/schemas/{name}_request")
+            } } },
+        });
+    }
+    operation
+}
+
+/// The OpenAPI operation of a meta route: its query parameters, an object
+/// result, and the 400 and 503 responses.
+fn meta_operation(meta: &MetaRoute, error_refs: &[(String, Value)]) -> Value {
+    let parameters: Vec<Value> = meta
+        .query
+        .iter()
+        .flatten()
+        .map(|(qname, schema)| parameter(qname, "query", schema))
+        .collect();
+    let mut responses = json!({
+        "200": {
+            "description": "OK.",
+            "content": { "application/json": { "schema": { "type": "object" } } },
+        }
+    });
+    for status in ["400", "503"] {
+        if let Some((_, r)) = error_refs.iter().find(|(s, _)| s == status) {
+            responses[status] = r.clone();
+        }
+    }
+    json!({
+        "operationId": meta.name,
+        "description": meta.description,
+        "parameters": parameters,
+        "responses": responses,
+    })
+}
+
+/// The component schemas: the error envelope, and each operation's request
+/// body and result.
+fn schemas() -> Map<String, Value> {
+    let mut schemas = Map::new();
+    schemas.insert("ErrorEnvelope".into(), contract().error_envelope.clone());
+    for op in operations() {
+        let name = op.name.as_str();
+        if let Some(body) = request_body_schema(op) {
+            schemas.insert(format!("{name}_request"), body);
+        }
+        let mut out = op.output_schema.clone();
+        if let Some(m) = out.as_object_mut() {
+            m.remove("$schema");
+        }
+        schemas.insert(format!("{name}_result"), out);
+    }
+    schemas
 }
 
 /// An OpenAPI parameter; the schema's description becomes the parameter's.
