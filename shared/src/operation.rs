@@ -131,6 +131,7 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn operations_are_the_contract_operations() {
@@ -140,5 +141,109 @@ mod tests {
             assert_eq!(op.function_name().replace('-', "_"), op.name());
         }
         assert_eq!(Operation::from_name("drop_tables"), None);
+    }
+
+    #[test]
+    fn each_operation_validates_into_its_own_request() {
+        let profile = RetrievalProfile::default();
+        let id = uuid::Uuid::new_v4();
+        let parse = |op: Operation, args: Value| op.request(&args, Shape::Flat, &profile);
+        let evidence = parse(
+            Operation::GetProductEvidence,
+            json!({"retrieval_scope_id": id.to_string(), "product_id": "P1",
+                   "evidence_query": "  battery life  "}),
+        )
+        .unwrap();
+        assert_eq!(
+            evidence,
+            Request::Evidence(EvidenceRequest {
+                retrieval_scope_id: Some(id),
+                product_id: "P1".into(),
+                evidence_query: "battery life".into(),
+                limit: 5,
+            })
+        );
+        let compare = parse(
+            Operation::CompareProducts,
+            json!({"retrieval_scope_id": "not-a-uuid", "product_ids": ["a", "b"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            compare,
+            Request::Compare(CompareRequest {
+                retrieval_scope_id: None,
+                product_ids: vec!["a".into(), "b".into()],
+            })
+        );
+        let explain = parse(
+            Operation::ExplainRetrieval,
+            json!({"retrieval_scope_id": id.to_string()}),
+        )
+        .unwrap();
+        assert_eq!(
+            explain,
+            Request::Explain(ExplainRequest {
+                retrieval_scope_id: Some(id),
+            })
+        );
+        assert!(matches!(
+            parse(Operation::SearchProducts, json!({"query": "kettle"})).unwrap(),
+            Request::Search(_)
+        ));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_naming_the_field() {
+        let profile = RetrievalProfile::default();
+        let cases = [
+            (
+                Operation::GetProductEvidence,
+                json!({"retrieval_scope_id": "x", "product_id": "P1"}),
+                "evidence_query",
+                "`evidence_query` is required",
+            ),
+            (
+                Operation::GetProductEvidence,
+                json!({"retrieval_scope_id": "x", "product_id": "P1", "evidence_query": "  "}),
+                "evidence_query",
+                "`evidence_query` must not be empty",
+            ),
+            (
+                Operation::GetProductEvidence,
+                json!({"retrieval_scope_id": "x", "product_id": "P1", "evidence_query": "q", "limit": 21}),
+                "limit",
+                "`limit` must be a whole number from 1 to 20",
+            ),
+            (
+                Operation::GetProductEvidence,
+                json!({"retrieval_scope_id": "x", "product_id": "P1", "evidence_query": "q", "limit": "5"}),
+                "limit",
+                "`limit` must be a number",
+            ),
+            (
+                Operation::CompareProducts,
+                json!({"retrieval_scope_id": "x", "product_ids": ["a"]}),
+                "product_ids",
+                "`product_ids` must be an array of 2 to 5 distinct product ids",
+            ),
+            (
+                Operation::ExplainRetrieval,
+                json!({}),
+                "retrieval_scope_id",
+                "`retrieval_scope_id` is required",
+            ),
+            (
+                Operation::ExplainRetrieval,
+                json!({"retrieval_scope_id": "x", "extra": 1}),
+                "extra",
+                "unknown field `extra`",
+            ),
+        ];
+        for (op, args, field, message) in cases {
+            let e = op.request(&args, Shape::Flat, &profile).unwrap_err();
+            assert_eq!(e.status(), 400, "{args}");
+            assert_eq!(e.body()["error"]["field"], field, "{args}");
+            assert_eq!(e.body()["error"]["message"], message, "{args}");
+        }
     }
 }

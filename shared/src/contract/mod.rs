@@ -141,4 +141,12 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_contract_field_the_types_do_not_know_is_refused() {
+        let mut v: Value = serde_json::from_str(CONTRACT_JSON).unwrap();
+        assert!(serde_json::from_value::<Contract>(v.clone()).is_ok());
+        v["operations"][0]["http"]["surprise"] = Value::Bool(true);
+        assert!(serde_json::from_value::<Contract>(v).is_err());
+    }
 }
