@@ -21,12 +21,12 @@ fn repo_root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-fn op(name: &str) -> &'static Value {
+fn op(name: &str) -> &'static contract::OperationSpec {
     contract::operation(name).unwrap_or_else(|| panic!("the contract defines {name}"))
 }
 
 fn properties(name: &str) -> BTreeSet<String> {
-    op(name)["input_schema"]["properties"]
+    op(name).input_schema["properties"]
         .as_object()
         .expect("an input schema has properties")
         .keys()
@@ -174,7 +174,7 @@ fn search_arguments_are_exactly_what_the_request_validator_accepts() {
     assert_eq!(nested, filters);
 
     // The contract's availability values are the catalog's.
-    let schema = &op("search_products")["input_schema"]["properties"]["availability"];
+    let schema = &op("search_products").input_schema["properties"]["availability"];
     for branch in schema["anyOf"].as_array().unwrap() {
         let values = branch["enum"]
             .as_array()
@@ -217,7 +217,7 @@ fn the_validator_accepts_every_contract_argument_and_the_contract_bounds() {
     assert_eq!(parsed, nested);
 
     // Numeric bounds in the schema are the validator's bounds.
-    let props = op("search_products")["input_schema"]["properties"]
+    let props = op("search_products").input_schema["properties"]
         .as_object()
         .unwrap();
     for (name, schema) in props {
@@ -310,7 +310,7 @@ async fn scoped_arguments_are_exactly_what_scope_accepts() {
         assert_eq!(e.body()["error"]["field"], "bogus");
 
         // Every contract-required argument is required by the operation.
-        for req in op(name)["input_schema"]["required"].as_array().unwrap() {
+        for req in op(name).input_schema["required"].as_array().unwrap() {
             let req = req.as_str().unwrap();
             let mut args = example.clone();
             args.as_object_mut().unwrap().remove(req);
@@ -334,8 +334,8 @@ async fn scoped_arguments_are_exactly_what_scope_accepts() {
 #[test]
 fn every_operation_maps_each_argument_to_one_http_location() {
     for o in contract::operations() {
-        let name = o["name"].as_str().unwrap();
-        let schema = &o["input_schema"];
+        let name = o.name.as_str();
+        let schema = &o.input_schema;
         assert_eq!(schema["additionalProperties"], false, "{name}");
         assert_eq!(
             schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
@@ -358,7 +358,7 @@ fn every_operation_maps_each_argument_to_one_http_location() {
             properties(name).len(),
             "{name}: no duplicates"
         );
-        let route = o["http"]["route"].as_str().unwrap();
+        let route = o.http.route.as_str();
         let placeholders: BTreeSet<&str> = route
             .split('/')
             .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
@@ -421,17 +421,12 @@ fn the_error_table_is_the_library_error_codes_with_their_statuses() {
         .collect();
     let table: BTreeSet<(String, u64)> = contract::errors()
         .iter()
-        .map(|e| {
-            (
-                e["code"].as_str().unwrap().to_string(),
-                e["http_status"].as_u64().unwrap(),
-            )
-        })
+        .map(|e| (e.code.clone(), u64::from(e.http_status)))
         .collect();
     assert_eq!(table, library);
     assert_eq!(table.len(), contract::errors().len(), "no code twice");
 
-    let envelope = &contract::contract()["error_envelope"]["properties"]["error"];
+    let envelope = &contract::contract().error_envelope["properties"]["error"];
     let enumerated: BTreeSet<String> = envelope["properties"]["code"]["enum"]
         .as_array()
         .unwrap()
@@ -548,7 +543,7 @@ fn the_mcp_tool_list_is_the_contract_operations() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     let operations: Vec<&str> = contract::operations()
         .iter()
-        .map(|o| o["name"].as_str().unwrap())
+        .map(|o| o.name.as_str())
         .collect();
     assert_eq!(names, operations);
     assert_eq!(names.len(), 4);
@@ -576,10 +571,10 @@ fn the_mcp_tool_list_is_the_contract_operations() {
                     .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)),
             "{name}"
         );
-        assert_eq!(t["title"], o["title"], "{name}");
-        assert_eq!(t["description"], o["description"], "{name}");
-        assert_eq!(t["inputSchema"], o["input_schema"], "{name}");
-        assert_eq!(t["outputSchema"], o["output_schema"], "{name}");
+        assert_eq!(t["title"], o.title, "{name}");
+        assert_eq!(t["description"], o.description, "{name}");
+        assert_eq!(t["inputSchema"], o.input_schema, "{name}");
+        assert_eq!(t["outputSchema"], o.output_schema, "{name}");
         // MCP takes object schemas for both; structured content is an object.
         assert_eq!(t["inputSchema"]["type"], "object", "{name}");
         assert_eq!(t["outputSchema"]["type"], "object", "{name}");
@@ -592,9 +587,9 @@ fn the_mcp_tool_list_is_the_contract_operations() {
         assert_eq!(
             t["annotations"],
             json!({
-                "title": o["title"],
-                "readOnlyHint": o["read_only"],
-                "idempotentHint": o["idempotent"],
+                "title": o.title,
+                "readOnlyHint": o.read_only,
+                "idempotentHint": o.idempotent,
                 "destructiveHint": false,
                 "openWorldHint": false,
             }),
@@ -653,7 +648,7 @@ fn agentcore_tools_use_only_the_schema_subset_agentcore_accepts() {
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
-            op(name)["input_schema"]["required"]
+            op(name).input_schema["required"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default()

@@ -656,9 +656,9 @@ fn error_of(v: &Value) -> (&str, Option<&str>) {
 fn status_of(code: &str) -> u16 {
     mosaic::contract::errors()
         .iter()
-        .find(|e| e["code"] == code)
-        .and_then(|e| e["http_status"].as_u64())
-        .unwrap_or_else(|| panic!("unknown error code {code}")) as u16
+        .find(|e| e.code == code)
+        .map(|e| e.http_status)
+        .unwrap_or_else(|| panic!("unknown error code {code}"))
 }
 
 /// The generic refusal body, the same for every refusal.

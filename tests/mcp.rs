@@ -90,7 +90,7 @@ async fn client(args: &[String]) -> Value {
 /// Everything the session must show, whatever the transport.
 async fn check_session(report: &Value, db: &TestDb, principal: &str) {
     let c = contract::contract();
-    assert_eq!(report["server_info"]["name"], c["service"]["name"]);
+    assert_eq!(report["server_info"]["name"], c.service.name);
     assert!(report["capabilities"]["tools"].is_object(), "{report}");
 
     // The tool list is the contract's MCP listing, field for field.

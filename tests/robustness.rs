@@ -350,7 +350,7 @@ async fn a_purge_drops_expired_receipts_and_their_scopes_become_the_generic_404(
         );
     }
 
-    let report = mosaic::db::purge_receipts(&owner, 30).await.unwrap();
+    let report = mosaic::receipt::purge::purge(&owner, 30).await.unwrap();
     assert_eq!(report.dropped_days, 1, "{report:?}");
     assert_eq!(report.deleted_events, 1, "{report:?}");
     assert!(report.deleted_candidates >= 2, "{report:?}");
@@ -378,7 +378,7 @@ async fn a_purge_drops_expired_receipts_and_their_scopes_become_the_generic_404(
         assert_eq!(s, 200, "kept event: {b}");
     }
     // Purging again finds nothing more to do; searches still write receipts.
-    let again = mosaic::db::purge_receipts(&owner, 30).await.unwrap();
+    let again = mosaic::receipt::purge::purge(&owner, 30).await.unwrap();
     assert_eq!(
         (again.dropped_days, again.deleted_events, again.created_days),
         (0, 0, 0)

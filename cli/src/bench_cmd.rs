@@ -949,15 +949,7 @@ async fn throughput(
             })
             .collect(),
     );
-    let count = || async {
-        Ok::<i64, tokio_postgres::Error>(
-            owner
-                .query_one("SELECT count(*) FROM receipts.search_events", &[])
-                .await?
-                .get(0),
-        )
-    };
-    let before = count().await?;
+    let before = mosaic::receipt::event_count(owner).await?;
     let mut levels = Vec::new();
     let mut ok_total = 0usize;
     println!(
@@ -1002,7 +994,7 @@ async fn throughput(
     }
     let _ = stop.send(());
     let _ = server.await;
-    let after = count().await?;
+    let after = mosaic::receipt::event_count(owner).await?;
     let grew = after - before;
     println!(
         "receipts.search_events grew by {grew}; successful searches {ok_total}: {}",

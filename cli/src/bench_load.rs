@@ -131,24 +131,14 @@ async fn check(owner: &tokio_postgres::Client, o: &Outcome) -> Result<Option<Str
     else {
         return Ok(Some("no search_event_id".into()));
     };
-    let Some(event) = owner
-        .query_opt(
-            "SELECT served_count, pool_size,
-                    (SELECT count(*) FROM receipts.search_candidates c WHERE c.search_event_id = e.search_event_id),
-                    ARRAY(SELECT c.served_rank FROM receipts.search_candidates c
-                          WHERE c.search_event_id = e.search_event_id AND c.granted ORDER BY c.served_rank)
-             FROM receipts.search_events e WHERE e.search_event_id = $1",
-            &[&id],
-        )
-        .await?
-    else {
+    let Some(tally) = mosaic::receipt::tally(owner, id).await? else {
         return Ok(Some(format!("{id}: a 200 without its receipt")));
     };
     let results = o.answer["results"].as_array().cloned().unwrap_or_default();
-    let served: i32 = event.get(0);
-    let pool: i32 = event.get(1);
-    let rows: i64 = event.get(2);
-    let granted_ranks: Vec<Option<i32>> = event.get(3);
+    let served = tally.served_count;
+    let pool = tally.pool_size;
+    let rows = tally.candidate_rows;
+    let granted_ranks = tally.granted_served_ranks;
     let authorized = o.sent["authorized_limit"].as_i64().unwrap_or(-1);
     let want_granted = (authorized as usize).min(results.len());
     let answer_granted: Vec<bool> = results

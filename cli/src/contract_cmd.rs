@@ -7,6 +7,7 @@
 //! comparison the drift test runs ([`mosaic::contract::drifted`]).
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use mosaic::contract;
 use std::path::PathBuf;
 
@@ -18,8 +19,18 @@ pub fn repo_root() -> PathBuf {
     }
 }
 
+#[derive(Args)]
+pub struct ContractArgs {
+    #[arg(value_parser = ["generate"])]
+    action: String,
+    /// Write nothing; fail when a generated file is missing or differs.
+    #[arg(long)]
+    check: bool,
+}
+
 /// Runs `contract <action>`; only `generate` exists.
-pub fn run(action: &str, check: bool) -> Result<()> {
+pub fn run(args: ContractArgs) -> Result<()> {
+    let ContractArgs { action, check } = args;
     if action != "generate" {
         bail!("unknown contract action `{action}`: use `generate`");
     }

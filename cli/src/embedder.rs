@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use mosaic::config::{EmbedderSetting, Settings, DEFAULT_EMBEDDING_DIM};
-use mosaic::embed::{Embedder, HashingEmbedder};
+use mosaic::embed::Embedder;
 use std::sync::Arc;
 
 #[derive(Args, Clone, Debug)]
@@ -52,16 +52,9 @@ impl EmbedderArgs {
             k => self.lookup(k),
         })
         .map_err(anyhow::Error::msg)?;
-        match &settings.embedder {
-            EmbedderSetting::None => anyhow::bail!("this command needs an embedder, not `none`"),
-            EmbedderSetting::Hashing(dim) => Ok(Arc::new(HashingEmbedder::new(*dim))),
-            EmbedderSetting::Local => mosaic::config::local_embedder().map_err(anyhow::Error::msg),
-            EmbedderSetting::Bedrock(_) => {
-                let aws = block_on(mosaic::aws::AwsComponents::load(settings.aws.clone()));
-                let e = aws.embedder().context("not a Bedrock embedding model")?;
-                Ok(Arc::new(e))
-            }
-        }
+        block_on(mosaic::config::build_embedder(&settings))
+            .map_err(anyhow::Error::msg)?
+            .context("this command needs an embedder, not `none`")
     }
 }
 

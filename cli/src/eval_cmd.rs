@@ -38,7 +38,7 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',')]
     variants: Vec<String>,
     #[command(flatten)]
-    runtime: crate::RuntimeArgs,
+    runtime: crate::args::RuntimeArgs,
     #[command(flatten)]
     embedder: crate::embedder::EmbedderArgs,
 }

@@ -58,7 +58,7 @@ pub struct McpArgs {
     #[arg(long, conflicts_with = "principal")]
     anonymous: bool,
     #[command(flatten)]
-    runtime: crate::RuntimeArgs,
+    runtime: crate::args::RuntimeArgs,
     #[command(flatten)]
     embedder: crate::embedder::EmbedderArgs,
 }
@@ -160,11 +160,8 @@ impl McpServer {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let c = contract::contract();
-        let service = c["service"]["name"].as_str().unwrap_or("mosaic");
-        let mut implementation = Implementation::new(service, env!("CARGO_PKG_VERSION"));
-        if let Some(title) = c["service"]["title"].as_str() {
-            implementation = implementation.with_title(title);
-        }
+        let implementation = Implementation::new(&c.service.name, env!("CARGO_PKG_VERSION"))
+            .with_title(&c.service.title);
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(implementation)
             .with_instructions(INSTRUCTIONS)

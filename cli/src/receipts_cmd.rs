@@ -15,6 +15,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mosaic::db;
+use mosaic::receipt::purge;
 
 #[derive(Args)]
 pub struct ReceiptsArgs {
@@ -79,7 +80,7 @@ pub async fn run(args: ReceiptsArgs) -> Result<()> {
             let client = db::connect(&database_url)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to the database: {e}"))?;
-            let report = db::purge_receipts(&client, days)
+            let report = purge::purge(&client, days)
                 .await
                 .context("receipt purge failed (it needs the owner role)")?;
             if json {
@@ -102,7 +103,7 @@ pub async fn run(args: ReceiptsArgs) -> Result<()> {
             retention_days,
             print,
         } => {
-            let sql = db::purge_schedule_sql(retention(retention_days)?, &at, &database);
+            let sql = purge::schedule_sql(retention(retention_days)?, &at, &database);
             match (print, cron_database_url) {
                 (true, _) => println!("{sql}"),
                 (false, None) => {
@@ -121,7 +122,7 @@ pub async fn run(args: ReceiptsArgs) -> Result<()> {
                         .await
                         .context("cron.schedule_in_database failed (is pg_cron installed in this database?)")?
                         .get(0);
-                    println!("scheduled pg_cron job {job} ({}): {sql}", db::PURGE_JOB);
+                    println!("scheduled pg_cron job {job} ({}): {sql}", purge::PURGE_JOB);
                 }
             }
         }

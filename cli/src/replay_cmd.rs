@@ -9,7 +9,8 @@
 //! It is an operator's command: it connects with the owner-role URL (any
 //! event, whoever's it is), reads the catalog and writes receipts only.
 
-use crate::scoped_cmd::local_err;
+use crate::table::text;
+use crate::target::{local_err, print_or_json};
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::Args;
@@ -58,7 +59,7 @@ pub async fn run(args: ReplayArgs) -> Result<()> {
         "recorded" => ProfileChoice::Recorded,
         _ => ProfileChoice::Current,
     };
-    let runtime = crate::RuntimeArgs {
+    let runtime = crate::args::RuntimeArgs {
         url: args.database_url.clone(),
     };
     let ctx = runtime.ctx(&args.embedder, 2)?;
@@ -81,15 +82,7 @@ pub async fn run(args: ReplayArgs) -> Result<()> {
         }
         (None, None) => bail!("give an event to replay, or --sample N --since DATE"),
     };
-    crate::print_or_json(&out.0, args.json, out.1)
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    print_or_json(&out.0, args.json, out.1)
 }
 
 /// A rank move as `before -> after`, `-` where there is none.

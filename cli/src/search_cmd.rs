@@ -1,9 +1,54 @@
 //! `mosaic search`: runs `search_products` through the library and prints a
 //! readable table (or the JSON response).
 
+use crate::table::{cut, fixed, text};
+use crate::target::{print_or_json, TargetArgs};
 use anyhow::{bail, Result};
-
+use clap::Args;
+use mosaic::operation::Operation;
 use serde_json::{Map, Value};
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// The query; omit it to search by filters alone.
+    query: Option<String>,
+    /// A filter, KEY=VALUE (repeatable): domain, category_key, brand,
+    /// availability (comma list), in_stock_only, min_price_cents,
+    /// max_price_cents, min_rating, attributes.NAME.
+    #[arg(long = "filter", short = 'f')]
+    filters: Vec<String>,
+    #[arg(long, default_value_t = 10)]
+    limit: i64,
+    /// How many of the results to grant (defaults to --limit).
+    #[arg(long)]
+    authorized_limit: Option<i64>,
+    /// Skip the rerank stage.
+    #[arg(long)]
+    no_rerank: bool,
+    /// Print the JSON response instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+pub async fn run(a: SearchArgs) -> Result<()> {
+    let mut args = parse_filters(&a.filters)?;
+    args.insert("limit".into(), a.limit.into());
+    args.insert("rerank".into(), (!a.no_rerank).into());
+    args.insert("include_diagnostics".into(), true.into());
+    if let Some(q) = a.query {
+        args.insert("query".into(), q.into());
+    }
+    if let Some(n) = a.authorized_limit {
+        args.insert("authorized_limit".into(), n.into());
+    }
+    let r = a
+        .target
+        .call(Operation::SearchProducts, args.into())
+        .await?;
+    print_or_json(&r, a.json, print_table)
+}
 
 const NUMERIC: &[&str] = &["min_price_cents", "max_price_cents", "min_rating"];
 
@@ -37,33 +82,12 @@ pub fn parse_filters(args: &[String]) -> Result<Map<String, Value>> {
     Ok(filters)
 }
 
-fn cell(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(x) => x.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n - 1).collect::<String>())
-    }
-}
-
-fn fixed(v: &Value, places: usize) -> String {
-    v.as_f64()
-        .map_or_else(|| "-".into(), |f| format!("{f:.places$}"))
-}
-
 /// Prints a search response (the JSON the service returns) as a table.
-pub fn print_table(r: &Value) {
+fn print_table(r: &Value) {
     println!(
         "event {}  strategy {}  query {:?}",
-        cell(&r["search_event_id"]),
-        cell(&r["strategy"]),
+        text(&r["search_event_id"]),
+        text(&r["strategy"]),
         r["normalized_query"].as_str().unwrap_or("")
     );
     let (rank, product, price, lex, tri, sem, rrf, rerank) = (
@@ -71,7 +95,7 @@ pub fn print_table(r: &Value) {
     );
     println!("{rank:>4}  {product:<46} {price:>10}  {lex:>4} {tri:>4} {sem:>4}  {rrf:>7}  {rerank:>7}  granted");
     for x in r["results"].as_array().into_iter().flatten() {
-        let title = cell(&x["title"]);
+        let title = text(&x["title"]);
         let title = if x["exact_match"].as_bool() == Some(true) {
             format!("{title} [exact]")
         } else {
@@ -80,16 +104,16 @@ pub fn print_table(r: &Value) {
         let sig = &x["signals"];
         println!(
             "{:>4}  {:<46} {:>10}  {:>4} {:>4} {:>4}  {:>7}  {:>7}  {}",
-            cell(&x["rank"]),
-            truncate(&title, 46),
+            text(&x["rank"]),
+            cut(&title, 46),
             format!(
                 "{:.2} {}",
                 x["price_cents"].as_f64().unwrap_or(0.0) / 100.0,
-                cell(&x["currency"])
+                text(&x["currency"])
             ),
-            cell(&sig["lexical"]["rank"]),
-            cell(&sig["trigram"]["rank"]),
-            cell(&sig["semantic"]["rank"]),
+            text(&sig["lexical"]["rank"]),
+            text(&sig["trigram"]["rank"]),
+            text(&sig["semantic"]["rank"]),
             fixed(&sig["rrf_score"], 4),
             fixed(&sig["rerank_score"], 3),
             if x["granted"].as_bool() == Some(true) {
@@ -108,8 +132,8 @@ pub fn print_table(r: &Value) {
             .map(|(name, a)| {
                 format!(
                     "{name} {} ({}, {} ms)",
-                    cell(&a["returned"]),
-                    cell(&a["verdict"]),
+                    text(&a["returned"]),
+                    text(&a["verdict"]),
                     fixed(&a["ms"], 1)
                 )
             })
@@ -117,14 +141,14 @@ pub fn print_table(r: &Value) {
         println!("arms: {}", arms.join("; "));
         println!(
             "semantic route {}  eligible {}  pool {}  rerank {}  total {} ms",
-            cell(&d["semantic_route"]),
-            cell(&d["eligible_estimate"]),
-            cell(&d["pool_size"]),
-            cell(&d["rerank_status"]),
+            text(&d["semantic_route"]),
+            text(&d["eligible_estimate"]),
+            text(&d["pool_size"]),
+            text(&d["rerank_status"]),
             fixed(&d["timings_ms"]["total"], 1)
         );
         for w in d["warnings"].as_array().into_iter().flatten() {
-            println!("warning: {}", cell(w));
+            println!("warning: {}", text(w));
         }
     }
 }

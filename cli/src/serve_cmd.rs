@@ -1,7 +1,10 @@
 //! `mosaic serve`: the API on a local port, through the same router the
 //! Lambda functions use ([`mosaic::http`]), until Ctrl-C or SIGTERM.
 
+use crate::args::RuntimeArgs;
+use crate::embedder::EmbedderArgs;
 use anyhow::{Context, Result};
+use clap::Args;
 use mosaic::Ctx;
 use std::net::SocketAddr;
 
@@ -11,7 +14,24 @@ pub const POOL_SIZE: usize = 8;
 /// Default listen address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8787";
 
-pub async fn run(ctx: Ctx, addr: SocketAddr) -> Result<()> {
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "MOSAIC_ADDR", default_value = DEFAULT_ADDR)]
+    addr: SocketAddr,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    embedder: EmbedderArgs,
+}
+
+pub async fn run(args: ServeArgs) -> Result<()> {
+    let ctx = args.runtime.ctx(&args.embedder, POOL_SIZE)?;
+    serve(ctx, args.addr).await
+}
+
+/// Serves on `addr` until Ctrl-C or SIGTERM.
+async fn serve(ctx: Ctx, addr: SocketAddr) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;

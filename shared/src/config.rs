@@ -285,27 +285,14 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
         }
     };
 
-    let embedder: Option<Arc<dyn Embedder>> = match &settings.embedder {
-        EmbedderSetting::None => None,
-        EmbedderSetting::Hashing(dim) => Some(Arc::new(HashingEmbedder::new(*dim))),
-        EmbedderSetting::Local => Some(local_embedder()?),
-        EmbedderSetting::Bedrock(s) => {
-            #[cfg(feature = "aws")]
-            {
-                let e = aws
-                    .as_ref()
-                    .and_then(|a| a.embedder())
-                    .ok_or_else(|| format!("MOSAIC_EMBEDDER={s:?}: not a Bedrock model"))?;
-                check_embedding_dimension(&ctx, e.model()).await?;
-                Some(Arc::new(e))
-            }
-            #[cfg(not(feature = "aws"))]
-            return Err(format!(
-                "MOSAIC_EMBEDDER={s:?}: Bedrock embedders are not built into this binary \
-                 (feature `aws`)"
-            ));
-        }
-    };
+    #[cfg(not(feature = "aws"))]
+    let aws: Option<Aws> = None;
+    let embedder = embedder(settings, aws.as_ref())?;
+    #[cfg(feature = "aws")]
+    if let (EmbedderSetting::Bedrock(_), Some(model)) = (&settings.embedder, &settings.aws.embedder)
+    {
+        check_embedding_dimension(&ctx, model).await?;
+    }
     let ctx = match &settings.reranker {
         RerankerSetting::None => ctx,
         RerankerSetting::Local => {
@@ -330,6 +317,56 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
     Ok(match embedder {
         Some(e) => ctx.with_embedder(e),
         None => ctx,
+    })
+}
+
+/// The AWS components a context is built with (none without the `aws`
+/// feature).
+#[cfg(feature = "aws")]
+type Aws = crate::aws::AwsComponents;
+#[cfg(not(feature = "aws"))]
+enum Aws {}
+
+/// The embedder the settings name on its own, without a database (the
+/// embedding job, the benchmark); `None` for `none`. The AWS components are
+/// loaded only for a Bedrock model.
+pub async fn build_embedder(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>, String> {
+    #[cfg(feature = "aws")]
+    let aws = match settings.embedder {
+        EmbedderSetting::Bedrock(_) => {
+            Some(crate::aws::AwsComponents::load(settings.aws.clone()).await)
+        }
+        _ => None,
+    };
+    #[cfg(not(feature = "aws"))]
+    let aws: Option<Aws> = None;
+    embedder(settings, aws.as_ref())
+}
+
+/// The embedder the settings name; `None` for `none`. A Bedrock model comes
+/// from `aws`, which the caller loaded because the settings name one.
+fn embedder(settings: &Settings, aws: Option<&Aws>) -> Result<Option<Arc<dyn Embedder>>, String> {
+    Ok(match &settings.embedder {
+        EmbedderSetting::None => None,
+        EmbedderSetting::Hashing(dim) => Some(Arc::new(HashingEmbedder::new(*dim))),
+        EmbedderSetting::Local => Some(local_embedder()?),
+        EmbedderSetting::Bedrock(s) => {
+            #[cfg(feature = "aws")]
+            {
+                let e = aws
+                    .and_then(|a| a.embedder())
+                    .ok_or_else(|| format!("MOSAIC_EMBEDDER={s:?}: not a Bedrock model"))?;
+                Some(Arc::new(e))
+            }
+            #[cfg(not(feature = "aws"))]
+            {
+                let _ = aws;
+                return Err(format!(
+                    "MOSAIC_EMBEDDER={s:?}: Bedrock embedders are not built into this binary \
+                     (feature `aws`)"
+                ));
+            }
+        }
     })
 }
 

@@ -121,6 +121,24 @@ impl Ctx {
         crate::db::Conn::get(&self.pool, &self.canceller).await
     }
 
+    /// Runs `read` in one read-only transaction on a connection of the
+    /// writer's pool, its statements bounded by the profile's
+    /// `statement_timeout_ms`, and hands the connection back settled. The
+    /// connection cancels its statement if the caller is abandoned at a
+    /// deadline ([`crate::db::Conn`]).
+    pub(crate) async fn read_only<T>(
+        &self,
+        read: impl AsyncFnOnce(&tokio_postgres::Transaction<'_>) -> Result<T, crate::error::Error>,
+    ) -> Result<T, crate::error::Error> {
+        let mut conn = self.conn().await?;
+        let tx = crate::db::bounded_transaction(&mut conn, self.profile.statement_timeout_ms, true)
+            .await?;
+        let out = read(&tx).await?;
+        tx.commit().await?;
+        conn.settle();
+        Ok(out)
+    }
+
     pub fn with_reranker(mut self, r: Arc<dyn Reranker>) -> Self {
         self.reranker = Some(r);
         self

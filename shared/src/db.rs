@@ -463,61 +463,6 @@ pub async fn connect_plain(url: &str) -> Result<Client, tokio_postgres::Error> {
     Ok(client)
 }
 
-/// What one receipt purge did ([`purge_receipts`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PurgeReport {
-    pub retention_days: u32,
-    /// Day partitions (events and their candidates) dropped.
-    pub dropped_days: i32,
-    /// Expired rows deleted from the default partitions (rows written while
-    /// their day had no partition of its own).
-    pub deleted_events: i64,
-    pub deleted_candidates: i64,
-    /// Day partitions created for the coming week.
-    pub created_days: i32,
-}
-
-/// Drops the receipts older than `retention_days` whole UTC days and
-/// prepares the coming week's partitions (`receipts.purge`, migration 0012).
-/// Needs the owner role: the runtime role can neither delete nor drop.
-pub async fn purge_receipts(
-    client: &Client,
-    retention_days: u32,
-) -> Result<PurgeReport, tokio_postgres::Error> {
-    let days = i32::try_from(retention_days).unwrap_or(i32::MAX);
-    let row = client
-        .query_one(
-            "SELECT dropped_days, deleted_events, deleted_candidates, created_days FROM receipts.purge($1)",
-            &[&days],
-        )
-        .await?;
-    Ok(PurgeReport {
-        retention_days,
-        dropped_days: row.get(0),
-        deleted_events: row.get(1),
-        deleted_candidates: row.get(2),
-        created_days: row.get(3),
-    })
-}
-
-/// The pg_cron job that runs the purge daily inside the database (Aurora
-/// PostgreSQL ships pg_cron): the SQL to run as the owner role in the
-/// database pg_cron is installed in (`cron.database_name`, by default
-/// `postgres`). Scheduling again under the same job name replaces the job.
-pub fn purge_schedule_sql(retention_days: u32, cron: &str, database: &str) -> String {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
-    format!(
-        "SELECT cron.schedule_in_database({}, {}, {}, {});",
-        quote(PURGE_JOB),
-        quote(cron),
-        quote(&format!("SELECT * FROM receipts.purge({retention_days})")),
-        quote(database)
-    )
-}
-
-/// The pg_cron job name of the receipt purge.
-pub const PURGE_JOB: &str = "mosaic-receipts-purge";
-
 /// Sets `statement_timeout` for the rest of the current transaction
 /// (`set_config(..., true)` is `SET LOCAL`: outside a transaction it would do
 /// nothing). Needs no startup option, so it works through RDS Proxy without

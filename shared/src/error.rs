@@ -47,6 +47,12 @@ impl Code {
     }
 }
 
+/// A response as JSON. Serialising the response types cannot fail short
+/// of a bug, which is an [`Error::Internal`].
+pub fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, Error> {
+    serde_json::to_value(v).map_err(|e| Error::Internal(e.to_string()))
+}
+
 /// The one generic refusal message.
 pub const NOT_FOUND_MESSAGE: &str = "no such retrieval scope or product";
 

@@ -178,8 +178,8 @@ fn match_path(path: &str) -> Result<Route, Error> {
 /// The method a route answers: an operation's is the contract's.
 fn method(route: &Route) -> &'static str {
     match route {
-        Route::Operation(op, _) => match op.contract()["http"]["method"].as_str() {
-            Some("GET") => "GET",
+        Route::Operation(op, _) => match op.contract().http.method.as_str() {
+            "GET" => "GET",
             _ => "POST",
         },
         Route::Health | Route::Tools | Route::OpenApi => "GET",

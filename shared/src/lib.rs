@@ -22,6 +22,7 @@ pub mod lambda;
 pub mod operation;
 pub mod principal;
 pub mod profile;
+pub mod receipt;
 pub mod replay;
 pub mod rerank;
 pub mod scope;

@@ -244,6 +244,11 @@ fn policy(deadline_ms: u64) -> CallPolicy {
     CallPolicy::from_millis(deadline_ms).with_backoff(Duration::from_millis(10))
 }
 
+/// A secret cache on the stub, with a 2 s deadline.
+async fn secret_cache(stub: &Stub, secret: &str) -> SecretCache {
+    SecretCache::new(secrets::client(&sdk(stub).await), secret, policy(2_000))
+}
+
 async fn embedder(stub: &Stub, spec: &str, p: CallPolicy) -> BedrockEmbedder {
     BedrockEmbedder::new(bedrock::client(&sdk(stub).await), spec.parse().unwrap(), p)
 }
@@ -652,11 +657,7 @@ fn secret_reply(req: &Request) -> Reply {
 async fn the_secret_is_fetched_once_per_container_and_again_after_invalidate() {
     let stub = Stub::start(|req, _| secret_reply(req)).await;
     let arn = "arn:aws:secretsmanager:us-west-2:123456789012:secret:mosaic/db-AbCdEf";
-    let cache = Arc::new(SecretCache::new(
-        secrets::client(&sdk(&stub).await),
-        arn,
-        policy(2_000),
-    ));
+    let cache = Arc::new(secret_cache(&stub, arn).await);
 
     // Concurrent first callers share one fetch; later callers hit the cache.
     let calls: Vec<_> = (0..16)
@@ -708,11 +709,7 @@ async fn secret_failures_are_bounded_and_say_nothing_secret() {
         delay: Duration::ZERO,
     })
     .await;
-    let cache = SecretCache::new(
-        secrets::client(&sdk(&stub).await),
-        "mosaic/db",
-        policy(2_000),
-    );
+    let cache = secret_cache(&stub, "mosaic/db").await;
     let err = cache.get().await.unwrap_err();
     assert_eq!(stub.count(), 1);
     assert!(
@@ -723,11 +720,7 @@ async fn secret_failures_are_bounded_and_say_nothing_secret() {
 
     // A failing service: retried twice, then unavailable; nothing cached.
     let stub = Stub::start(|_, _| Reply::error(500, "InternalServiceError")).await;
-    let cache = SecretCache::new(
-        secrets::client(&sdk(&stub).await),
-        "mosaic/db",
-        policy(2_000),
-    );
+    let cache = secret_cache(&stub, "mosaic/db").await;
     let err = cache.get().await.unwrap_err();
     assert_eq!(stub.count(), 3);
     assert!(matches!(err, SecretError::Unavailable(_)), "{err}");
@@ -740,11 +733,7 @@ async fn secret_failures_are_bounded_and_say_nothing_secret() {
         Reply::json(json!({ "SecretString": json!({ "password": DB_PASSWORD }).to_string() }))
     })
     .await;
-    let cache = SecretCache::new(
-        secrets::client(&sdk(&stub).await),
-        "mosaic/db",
-        policy(2_000),
-    );
+    let cache = secret_cache(&stub, "mosaic/db").await;
     let err = cache.get().await.unwrap_err();
     assert!(err.to_string().contains("`username` is missing"), "{err}");
     assert_no_leak(&err.to_string());

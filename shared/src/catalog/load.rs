@@ -71,45 +71,42 @@ pub(crate) async fn copy_products<I>(
 where
     I: Iterator<Item = Product>,
 {
-    let sink = tx
-        .copy_in(&format!(
-            "COPY {table} ({PRODUCT_COLUMNS}) FROM STDIN (FORMAT binary)"
-        ))
-        .await?;
-    let writer = BinaryCopyInWriter::new(sink, PRODUCT_TYPES);
-    pin_mut!(writer);
-    let mut n = 0u64;
-    for p in rows {
-        let attributes = serde_json::Value::Object(p.attributes);
-        let row: [&(dyn ToSql + Sync); 18] = [
-            &p.product_id,
-            &p.sku,
-            &p.model,
-            &p.brand,
-            &p.title,
-            &p.domain,
-            &p.category_key,
-            &p.description,
-            &p.price_cents,
-            &p.currency,
-            &p.rating,
-            &p.review_count,
-            &p.availability,
-            &attributes,
-            &p.aliases,
-            &p.source_uri,
-            &p.updated_at,
-            &p.revision,
-        ];
-        writer.as_mut().write(&row).await?;
-        n += 1;
-        if n.is_multiple_of(10_000) {
-            progress("products", n, total);
-        }
-    }
-    writer.finish().await?;
-    progress("products", n, total);
-    Ok(n)
+    let into = CopyInto {
+        table,
+        columns: PRODUCT_COLUMNS,
+        types: PRODUCT_TYPES,
+        stage: "products",
+        every: 10_000,
+    };
+    // The attributes are written as one JSON value.
+    let rows = rows.map(|mut p| {
+        let attributes = serde_json::Value::Object(std::mem::take(&mut p.attributes));
+        (p, attributes)
+    });
+    copy_rows(tx, &into, rows, product_row, progress, total).await
+}
+
+fn product_row((p, attributes): &(Product, serde_json::Value)) -> [&(dyn ToSql + Sync); 18] {
+    [
+        &p.product_id,
+        &p.sku,
+        &p.model,
+        &p.brand,
+        &p.title,
+        &p.domain,
+        &p.category_key,
+        &p.description,
+        &p.price_cents,
+        &p.currency,
+        &p.rating,
+        &p.review_count,
+        &p.availability,
+        attributes,
+        &p.aliases,
+        &p.source_uri,
+        &p.updated_at,
+        &p.revision,
+    ]
 }
 
 /// Streams evidence units into `table` (which has the catalog's evidence columns).
@@ -123,34 +120,69 @@ pub(crate) async fn copy_evidence<I>(
 where
     I: Iterator<Item = Evidence>,
 {
+    let into = CopyInto {
+        table,
+        columns: EVIDENCE_COLUMNS,
+        types: EVIDENCE_TYPES,
+        stage: "evidence",
+        every: 30_000,
+    };
+    copy_rows(tx, &into, rows, evidence_row, progress, total).await
+}
+
+fn evidence_row(e: &Evidence) -> [&(dyn ToSql + Sync); 9] {
+    [
+        &e.evidence_id,
+        &e.product_id,
+        &e.kind,
+        &e.source_uri,
+        &e.source_revision,
+        &e.title,
+        &e.body,
+        &e.rating,
+        &e.updated_at,
+    ]
+}
+
+/// Where one binary `COPY` writes, and how its progress is reported.
+struct CopyInto<'a> {
+    table: &'a str,
+    columns: &'a str,
+    types: &'a [Type],
+    /// The stage named in progress reports, made every `every` rows and at
+    /// the end.
+    stage: &'a str,
+    every: u64,
+}
+
+/// Streams `rows` into `into.table` with binary `COPY`, each item written
+/// as the columns `row` gives; returns how many rows were written.
+async fn copy_rows<T, const N: usize>(
+    tx: &Transaction<'_>,
+    into: &CopyInto<'_>,
+    rows: impl Iterator<Item = T>,
+    row: fn(&T) -> [&(dyn ToSql + Sync); N],
+    progress: Progress<'_>,
+    total: u64,
+) -> Result<u64, tokio_postgres::Error> {
     let sink = tx
         .copy_in(&format!(
-            "COPY {table} ({EVIDENCE_COLUMNS}) FROM STDIN (FORMAT binary)"
+            "COPY {} ({}) FROM STDIN (FORMAT binary)",
+            into.table, into.columns
         ))
         .await?;
-    let writer = BinaryCopyInWriter::new(sink, EVIDENCE_TYPES);
+    let writer = BinaryCopyInWriter::new(sink, into.types);
     pin_mut!(writer);
     let mut n = 0u64;
-    for e in rows {
-        let row: [&(dyn ToSql + Sync); 9] = [
-            &e.evidence_id,
-            &e.product_id,
-            &e.kind,
-            &e.source_uri,
-            &e.source_revision,
-            &e.title,
-            &e.body,
-            &e.rating,
-            &e.updated_at,
-        ];
-        writer.as_mut().write(&row).await?;
+    for item in rows {
+        writer.as_mut().write(&row(&item)).await?;
         n += 1;
-        if n.is_multiple_of(30_000) {
-            progress("evidence", n, total);
+        if n.is_multiple_of(into.every) {
+            progress(into.stage, n, total);
         }
     }
     writer.finish().await?;
-    progress("evidence", n, total);
+    progress(into.stage, n, total);
     Ok(n)
 }
 

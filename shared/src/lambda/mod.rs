@@ -350,7 +350,7 @@ fn error_code(resp: &HttpResponse) -> Option<&'static str> {
     let code = v.pointer("/error/code")?.as_str()?;
     crate::contract::errors()
         .iter()
-        .filter_map(|e| e["code"].as_str())
+        .map(|e| e.code.as_str())
         .find(|c| *c == code)
 }
 

@@ -28,7 +28,7 @@
 //! eligibility: the recorded receipt does not say whether it was eligible
 //! then.
 
-use crate::scope::{Candidate, Receipt};
+use crate::receipt::{Candidate, Receipt};
 use serde::Serialize;
 use std::collections::BTreeSet;
 

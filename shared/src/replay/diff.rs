@@ -13,7 +13,7 @@
 
 use super::cause::{Cause, Ranks, Rules, ARMS};
 use crate::profile::RetrievalProfile;
-use crate::scope::{Candidate, Event, Receipt};
+use crate::receipt::{Candidate, Event, Receipt};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};

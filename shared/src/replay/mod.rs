@@ -32,7 +32,7 @@ pub use diff::{FieldChange, Move, MoveKind, Place, ReplayDiff, ReplayReport};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::profile::RetrievalProfile;
-use crate::scope::{read_receipt, Event, Receipt};
+use crate::receipt::{self, Event, Receipt};
 use crate::search::arms::{self, Eligibility};
 use crate::search::{ReplayOf, RerankStatus, SearchRequest, Shape};
 use chrono::{DateTime, Utc};
@@ -40,15 +40,6 @@ use serde::Serialize;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
-
-/// The principal an event is bound to, for an operator's replay.
-const PRINCIPAL_SQL: &str = "SELECT principal FROM receipts.search_events \
-     WHERE search_event_id = $1 AND authorized_limit IS NOT NULL LIMIT 1";
-
-/// A random sample of the searches since $1 ($2 at most), replays left out.
-const SAMPLE_SQL: &str = "SELECT search_event_id FROM receipts.search_events \
-     WHERE created_at >= $1 AND authorized_limit IS NOT NULL AND replays_event_id IS NULL \
-     ORDER BY random() LIMIT $2";
 
 /// Which profile a replay runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -105,7 +96,7 @@ pub async fn replay(
     replaying.profile = rec.profile;
     let served =
         crate::search::search_replaying(&replaying, &rec.principal, rec.request, &origin).await?;
-    let replay = receipt(ctx, served.search_event_id, &rec.principal)
+    let replay = read_receipt(ctx, served.search_event_id, &rec.principal)
         .await?
         .ok_or_else(|| Error::Internal("the replay's receipt cannot be read back".into()))?;
     Ok(ReplayReport::between(&rec.receipt, &replay))
@@ -123,12 +114,12 @@ async fn recorded(
         crate::db::bounded_transaction(&mut conn, ctx.profile.statement_timeout_ms, true).await?;
     let principal = match caller {
         Caller::Principal(p) => p.clone(),
-        Caller::Operator => match tx.query_opt(PRINCIPAL_SQL, &[&event]).await? {
-            Some(row) => Principal(row.get(0)),
+        Caller::Operator => match receipt::principal_of(&tx, event).await? {
+            Some(p) => Principal(p),
             None => return Err(Error::NotFound),
         },
     };
-    let receipt = read_receipt(&tx, event, principal.as_str())
+    let receipt = receipt::read(&tx, event, principal.as_str())
         .await?
         .ok_or(Error::NotFound)?;
     let profile = match choice {
@@ -175,14 +166,13 @@ fn request_of(e: &Event, profile: &RetrievalProfile) -> Result<SearchRequest, Er
 }
 
 /// One receipt, read as `principal`.
-async fn receipt(ctx: &Ctx, id: Uuid, principal: &Principal) -> Result<Option<Receipt>, Error> {
-    let mut conn = ctx.conn().await?;
-    let tx =
-        crate::db::bounded_transaction(&mut conn, ctx.profile.statement_timeout_ms, true).await?;
-    let r = read_receipt(&tx, id, principal.as_str()).await?;
-    tx.commit().await?;
-    conn.settle();
-    Ok(r)
+async fn read_receipt(
+    ctx: &Ctx,
+    id: Uuid,
+    principal: &Principal,
+) -> Result<Option<Receipt>, Error> {
+    ctx.read_only(async |tx| receipt::read(tx, id, principal.as_str()).await)
+        .await
 }
 
 /// One event of a sample, in brief.
@@ -232,15 +222,9 @@ pub async fn replay_sample(
     since: DateTime<Utc>,
     choice: ProfileChoice,
 ) -> Result<SampleSummary, Error> {
-    let ids: Vec<Uuid> = {
-        let mut conn = ctx.conn().await?;
-        let tx = crate::db::bounded_transaction(&mut conn, ctx.profile.statement_timeout_ms, true)
-            .await?;
-        let rows = tx.query(SAMPLE_SQL, &[&since, &n.max(0)]).await?;
-        tx.commit().await?;
-        conn.settle();
-        rows.iter().map(|r| r.get(0)).collect()
-    };
+    let ids = ctx
+        .read_only(async |tx| Ok(receipt::sample(tx, since, n).await?))
+        .await?;
     let mut reports = Vec::new();
     let mut failed = Vec::new();
     for id in ids {

@@ -11,13 +11,16 @@
 //! attribute matrix over the sorted union of attribute keys, with explicit
 //! nulls where a product lacks a key.
 
-use super::{bounded_read, object, product_id, scope_id, stars, to_json, ReceiptSignals};
+use super::{object, product_id, scope_id, stars};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
+use crate::receipt::ReceiptSignals;
 use crate::search::request::{check_text, TextKind};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use tokio_postgres::Row;
+use uuid::Uuid;
 
 const SQL: &str = include_str!("sql/compare.sql");
 const FIELDS: &[&str] = &["retrieval_scope_id", "product_ids"];
@@ -26,46 +29,84 @@ const FIELD: &str = "product_ids";
 pub const MIN_PRODUCTS: usize = 2;
 pub const MAX_PRODUCTS: usize = 5;
 
-#[derive(Debug, Serialize)]
-struct Product {
-    product_id: String,
-    sku: String,
-    model: String,
-    brand: String,
-    title: String,
-    domain: String,
-    category_key: String,
-    price_cents: i64,
-    currency: String,
-    rating: Option<f64>,
-    availability: String,
-    source: crate::search::Source,
-    receipt: Receipt,
+/// A validated `compare_products` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRequest {
+    /// `None` when the id is not a UUID: refused when the request runs,
+    /// like any unknown scope, after every other argument was validated.
+    pub retrieval_scope_id: Option<Uuid>,
+    /// 2..5 distinct product ids.
+    pub product_ids: Vec<String>,
+}
+
+impl CompareRequest {
+    /// Validates the flat logical-argument object.
+    pub fn from_json(args: &Value) -> Result<Self, Error> {
+        let obj = object(args, FIELDS)?;
+        Ok(CompareRequest {
+            retrieval_scope_id: scope_id(obj)?,
+            product_ids: product_ids(obj.get(FIELD))?,
+        })
+    }
+}
+
+/// The answer: the products in served order and their attribute matrix.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareResponse {
+    pub retrieval_scope_id: Uuid,
+    pub products: Vec<ComparedProduct>,
+    pub attributes: AttributeMatrix,
+}
+
+/// One compared product: its catalog fields and what the event recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparedProduct {
+    pub product_id: String,
+    pub sku: String,
+    pub model: String,
+    pub brand: String,
+    pub title: String,
+    pub domain: String,
+    pub category_key: String,
+    pub price_cents: i64,
+    pub currency: String,
+    pub rating: Option<f64>,
+    pub availability: String,
+    pub source: crate::search::Source,
+    pub receipt: ServedReceipt,
 }
 
 /// What the event recorded about the product.
-#[derive(Debug, Serialize)]
-struct Receipt {
+#[derive(Debug, Clone, Serialize)]
+pub struct ServedReceipt {
     /// Rank in the window the caller was served (1..limit).
-    served_rank: i32,
+    pub served_rank: i32,
     /// Rank in the fused pool before reranking (1..pool size); a different
     /// rank space from `served_rank`.
-    pre_rerank_rank: i32,
-    exact_match: bool,
-    match_reason: String,
-    signals: ReceiptSignals,
+    pub pre_rerank_rank: i32,
+    pub exact_match: bool,
+    pub match_reason: String,
+    pub signals: ReceiptSignals,
     /// The catalog revision the product had when it was served.
-    source_revision: i32,
+    pub source_revision: i32,
 }
 
-#[derive(Debug, Serialize)]
-struct MatrixRow {
-    key: String,
+/// The attributes side by side: the sorted union of the products' keys,
+/// one row per key.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttributeMatrix {
+    pub keys: Vec<String>,
+    pub rows: Vec<MatrixRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixRow {
+    pub key: String,
     /// One entry per compared product; null when the product lacks the key.
-    values: BTreeMap<String, Value>,
+    pub values: BTreeMap<String, Value>,
     /// Whether the compared products disagree on this key (a missing value
     /// counts as a value).
-    differs: bool,
+    pub differs: bool,
 }
 
 /// The requested ids: an array of 2..5 distinct product ids.
@@ -99,94 +140,107 @@ fn product_ids(v: Option<&Value>) -> Result<Vec<String>, Error> {
     Ok(ids)
 }
 
-pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Result<Value, Error> {
-    let obj = object(args, FIELDS)?;
-    let scope = scope_id(obj)?;
-    let ids = product_ids(obj.get(FIELD))?;
-    let Some(scope) = scope else {
+/// Runs `compare_products`.
+pub async fn compare(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: CompareRequest,
+) -> Result<CompareResponse, Error> {
+    let Some(scope) = req.retrieval_scope_id else {
         return Err(Error::NotFound);
     };
-
-    let mut conn = ctx.conn().await?;
-    let tx = bounded_read(&mut conn, ctx).await?;
-    let rows = tx.query(SQL, &[&scope, &principal.as_str(), &ids]).await?;
-    tx.commit().await?;
-    conn.settle();
+    let ids = req.product_ids;
+    let rows = ctx
+        .read_only(async |tx| Ok(tx.query(SQL, &[&scope, &principal.as_str(), &ids]).await?))
+        .await?;
     if rows.len() != ids.len() {
         return Err(Error::NotFound);
     }
 
     let mut attributes: Vec<(String, Map<String, Value>)> = Vec::with_capacity(rows.len());
-    let products: Vec<Product> = rows
+    let products: Vec<ComparedProduct> = rows
         .iter()
         .map(|r| {
-            let pid: String = r.get("product_id");
+            let product = ComparedProduct::from_row(r);
             let attrs = match r.get::<_, Value>("attributes") {
                 Value::Object(m) => m,
                 _ => Map::new(),
             };
-            attributes.push((pid.clone(), attrs));
-            Product {
-                product_id: pid,
-                sku: r.get("sku"),
-                model: r.get("model"),
-                brand: r.get("brand"),
-                title: r.get("title"),
-                domain: r.get("domain"),
-                category_key: r.get("category_key"),
-                price_cents: r.get("price_cents"),
-                currency: r.get("currency"),
-                rating: stars(r.get("rating")),
-                availability: r.get("availability"),
-                source: crate::search::Source {
-                    uri: r.get("source_uri"),
-                    revision: r.get("revision"),
-                },
-                receipt: Receipt {
-                    served_rank: r.get("served_rank"),
-                    pre_rerank_rank: r.get("pre_rerank_rank"),
-                    exact_match: r.get("exact_match"),
-                    match_reason: r.get("match_reason"),
-                    signals: ReceiptSignals::from_row(r),
-                    source_revision: r.get("served_source_revision"),
-                },
-            }
+            attributes.push((product.product_id.clone(), attrs));
+            product
         })
         .collect();
+    Ok(CompareResponse {
+        retrieval_scope_id: scope,
+        products,
+        attributes: AttributeMatrix::of(&attributes),
+    })
+}
 
-    let keys: BTreeSet<&String> = attributes.iter().flat_map(|(_, m)| m.keys()).collect();
-    let matrix: Vec<MatrixRow> = keys
-        .iter()
-        .map(|k| {
-            let values: BTreeMap<String, Value> = attributes
-                .iter()
-                .map(|(pid, m)| (pid.clone(), m.get(*k).cloned().unwrap_or(Value::Null)))
-                .collect();
-            let first = values.values().next();
-            let differs = values
-                .values()
-                .any(|v| first.is_some_and(|f| !crate::catalog::attribute::same(f, v)));
-            MatrixRow {
-                key: (*k).clone(),
-                values,
-                differs,
-            }
-        })
-        .collect();
+impl ComparedProduct {
+    /// A row of `sql/compare.sql`.
+    fn from_row(r: &Row) -> Self {
+        ComparedProduct {
+            product_id: r.get("product_id"),
+            sku: r.get("sku"),
+            model: r.get("model"),
+            brand: r.get("brand"),
+            title: r.get("title"),
+            domain: r.get("domain"),
+            category_key: r.get("category_key"),
+            price_cents: r.get("price_cents"),
+            currency: r.get("currency"),
+            rating: stars(r.get("rating")),
+            availability: r.get("availability"),
+            source: crate::search::Source {
+                uri: r.get("source_uri"),
+                revision: r.get("revision"),
+            },
+            receipt: ServedReceipt {
+                served_rank: r.get("served_rank"),
+                pre_rerank_rank: r.get("pre_rerank_rank"),
+                exact_match: r.get("exact_match"),
+                match_reason: r.get("match_reason"),
+                signals: ReceiptSignals::from_row(r),
+                source_revision: r.get("served_source_revision"),
+            },
+        }
+    }
+}
 
-    Ok(json!({
-        "retrieval_scope_id": scope,
-        "products": to_json(&products)?,
-        "attributes": {
-            "keys": to_json(&keys)?,
-            "rows": to_json(&matrix)?,
-        },
-    }))
+impl AttributeMatrix {
+    /// The matrix of `(product id, attributes)`, in the products' order.
+    fn of(attributes: &[(String, Map<String, Value>)]) -> Self {
+        let keys: BTreeSet<&String> = attributes.iter().flat_map(|(_, m)| m.keys()).collect();
+        let rows = keys
+            .iter()
+            .map(|k| {
+                let values: BTreeMap<String, Value> = attributes
+                    .iter()
+                    .map(|(pid, m)| (pid.clone(), m.get(*k).cloned().unwrap_or(Value::Null)))
+                    .collect();
+                let first = values.values().next();
+                let differs = values
+                    .values()
+                    .any(|v| first.is_some_and(|f| !crate::catalog::attribute::same(f, v)));
+                MatrixRow {
+                    key: (*k).clone(),
+                    values,
+                    differs,
+                }
+            })
+            .collect();
+        AttributeMatrix {
+            keys: keys.into_iter().cloned().collect(),
+            rows,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn product_ids_are_two_to_five_distinct_strings() {

@@ -14,13 +14,16 @@
 //! Units are ranked, not filtered: a product has a handful of units, and the
 //! score (with its parts in `signals`) shows how well each one matched.
 
-use super::{bounded_read, integer, object, product_id, scope_id, stars, text, to_json};
+use super::{integer, object, product_id, scope_id, stars, text};
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
 use crate::search::arms::lexical_terms;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+use uuid::Uuid;
 
 const SQL: &str = include_str!("sql/evidence.sql");
 const FIELDS: &[&str] = &[
@@ -42,7 +45,7 @@ pub const KIND_PRIOR: f64 = 0.25;
 /// What kind of evidence a question asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Intent {
+pub enum Intent {
     Review,
     Specification,
     Neutral,
@@ -114,7 +117,7 @@ const SPEC_CUES: &[&str] = &[
 ];
 
 /// The kind a question asks for: whichever cue list it hits more often.
-pub(crate) fn intent(question: &str) -> Intent {
+pub fn intent(question: &str) -> Intent {
     let words: Vec<String> = question
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
@@ -135,81 +138,80 @@ pub(crate) fn intent(question: &str) -> Intent {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct Record {
-    evidence_id: String,
-    kind: String,
-    title: String,
+/// A validated `get_product_evidence` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceRequest {
+    /// `None` when the id is not a UUID: refused when the request runs,
+    /// like any unknown scope, after every other argument was validated.
+    pub retrieval_scope_id: Option<Uuid>,
+    pub product_id: String,
+    /// The question, trimmed.
+    pub evidence_query: String,
+    pub limit: i64,
+}
+
+impl EvidenceRequest {
+    /// Validates the flat logical-argument object.
+    pub fn from_json(args: &Value) -> Result<Self, Error> {
+        let obj = object(args, FIELDS)?;
+        let retrieval_scope_id = scope_id(obj)?;
+        let product_id = match obj.get("product_id") {
+            None | Some(Value::Null) => {
+                return Err(Error::invalid("product_id", "`product_id` is required"))
+            }
+            Some(v) => product_id(v, "product_id")?,
+        };
+        Ok(EvidenceRequest {
+            retrieval_scope_id,
+            product_id,
+            evidence_query: text(obj, "evidence_query", MAX_QUESTION_CHARS)?,
+            limit: integer(obj, "limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?,
+        })
+    }
+}
+
+/// The answer: the product's evidence units, best first.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceResponse {
+    pub retrieval_scope_id: Uuid,
+    pub product_id: String,
+    pub evidence_query: String,
+    pub intent: Intent,
+    pub evidence: Vec<EvidenceUnit>,
+}
+
+/// One evidence unit, with how well it matched the question.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceUnit {
+    pub evidence_id: String,
+    pub kind: String,
+    pub title: String,
     /// The unit's full body.
-    text: String,
+    pub text: String,
     /// The body's best fragments with matched terms in `**bold**`; null when
     /// no term matched the unit's text.
-    snippet: Option<String>,
-    source_uri: String,
-    source_revision: String,
-    updated_at: DateTime<Utc>,
+    pub snippet: Option<String>,
+    pub source_uri: String,
+    pub source_revision: String,
+    pub updated_at: DateTime<Utc>,
     /// Stars, for reviews; null for specifications.
-    rating: Option<f64>,
-    score: f64,
-    signals: RecordSignals,
+    pub rating: Option<f64>,
+    pub score: f64,
+    pub signals: EvidenceSignals,
 }
 
-#[derive(Debug, Serialize)]
-struct RecordSignals {
-    text_rank: f64,
-    similarity: f64,
-    kind_prior: f64,
+/// The parts of an evidence unit's score.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceSignals {
+    pub text_rank: f64,
+    pub similarity: f64,
+    pub kind_prior: f64,
 }
 
-pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Result<Value, Error> {
-    let obj = object(args, FIELDS)?;
-    let scope = scope_id(obj)?;
-    let pid = match obj.get("product_id") {
-        None | Some(Value::Null) => {
-            return Err(Error::invalid("product_id", "`product_id` is required"))
-        }
-        Some(v) => product_id(v, "product_id")?,
-    };
-    let question = text(obj, "evidence_query", MAX_QUESTION_CHARS)?;
-    let limit = integer(obj, "limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
-    let Some(scope) = scope else {
-        return Err(Error::NotFound);
-    };
-
-    let terms = lexical_terms(&question).positive;
-    let or_query = terms.join(" or ");
-    let intent = intent(&question);
-    let (review_prior, spec_prior) = match intent {
-        Intent::Review => (KIND_PRIOR, 0.0),
-        Intent::Specification => (0.0, KIND_PRIOR),
-        Intent::Neutral => (0.0, 0.0),
-    };
-    let mut conn = ctx.conn().await?;
-    let tx = bounded_read(&mut conn, ctx).await?;
-    let rows = tx
-        .query(
-            SQL,
-            &[
-                &scope,
-                &principal.as_str(),
-                &pid,
-                &or_query,
-                &terms,
-                &review_prior,
-                &spec_prior,
-                &limit,
-            ],
-        )
-        .await?;
-    tx.commit().await?;
-    conn.settle();
-    if rows.is_empty() {
-        return Err(Error::NotFound);
-    }
-    let evidence: Vec<Record> = rows
-        .iter()
-        .filter(|r| r.get::<_, Option<String>>("evidence_id").is_some())
-        .map(|r| Record {
+impl EvidenceUnit {
+    /// A row of `sql/evidence.sql` that holds a unit.
+    fn from_row(r: &Row) -> Self {
+        EvidenceUnit {
             evidence_id: r.get("evidence_id"),
             kind: r.get("kind"),
             title: r.get("title"),
@@ -220,20 +222,63 @@ pub(super) async fn run(ctx: &Ctx, principal: &Principal, args: &Value) -> Resul
             updated_at: r.get("updated_at"),
             rating: stars(r.get("rating")),
             score: r.get("score"),
-            signals: RecordSignals {
+            signals: EvidenceSignals {
                 text_rank: r.get("text_rank"),
                 similarity: r.get("similarity"),
                 kind_prior: r.get("kind_prior"),
             },
-        })
+        }
+    }
+}
+
+/// Runs `get_product_evidence`.
+pub async fn evidence(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: EvidenceRequest,
+) -> Result<EvidenceResponse, Error> {
+    let Some(scope) = req.retrieval_scope_id else {
+        return Err(Error::NotFound);
+    };
+    let question = req.evidence_query;
+    let terms = lexical_terms(&question).positive;
+    let or_query = terms.join(" or ");
+    let intent = intent(&question);
+    let (review_prior, spec_prior) = match intent {
+        Intent::Review => (KIND_PRIOR, 0.0),
+        Intent::Specification => (0.0, KIND_PRIOR),
+        Intent::Neutral => (0.0, 0.0),
+    };
+    let params: [&(dyn ToSql + Sync); 8] = [
+        &scope,
+        &principal.as_str(),
+        &req.product_id,
+        &or_query,
+        &terms,
+        &review_prior,
+        &spec_prior,
+        &req.limit,
+    ];
+    let rows = ctx
+        .read_only(async |tx| Ok(tx.query(SQL, &params).await?))
+        .await?;
+    if rows.is_empty() {
+        return Err(Error::NotFound);
+    }
+    // The grant check returns one row without a unit for a granted
+    // product that has none.
+    let evidence = rows
+        .iter()
+        .filter(|r| r.get::<_, Option<String>>("evidence_id").is_some())
+        .map(EvidenceUnit::from_row)
         .collect();
-    Ok(json!({
-        "retrieval_scope_id": scope,
-        "product_id": pid,
-        "evidence_query": question,
-        "intent": intent,
-        "evidence": to_json(&evidence)?,
-    }))
+    Ok(EvidenceResponse {
+        retrieval_scope_id: scope,
+        product_id: req.product_id,
+        evidence_query: question,
+        intent,
+        evidence,
+    })
 }
 
 #[cfg(test)]

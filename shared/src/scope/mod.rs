@@ -19,49 +19,58 @@
 //! Each operation reads in one read-only transaction whose statements the
 //! server stops after the profile's `statement_timeout_ms`, on a connection
 //! that cancels its statement if the operation is abandoned at a deadline
-//! ([`crate::db::Conn`]).
+//! ([`Ctx::read_only`](crate::context::Ctx)).
 
 mod compare;
 mod evidence;
 mod explain;
 
-pub(crate) use explain::{read_receipt, Candidate, Event, Receipt};
+pub use compare::{
+    compare, AttributeMatrix, CompareRequest, CompareResponse, ComparedProduct, MatrixRow,
+    ServedReceipt,
+};
+pub use evidence::{
+    evidence, EvidenceRequest, EvidenceResponse, EvidenceSignals, EvidenceUnit, Intent,
+};
+pub use explain::{explain, ExplainRequest, ExplainResponse};
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
-use crate::search::request::{check_text, TextKind};
-use crate::search::SignalOut;
-use serde::Serialize;
+use crate::operation::Operation;
+use crate::search::request::{self, check_text, TextKind};
 use serde_json::{Map, Value};
-use tokio_postgres::Row;
 use uuid::Uuid;
 
-/// `get_product_evidence`: `args` is the flat logical-argument object
-/// (`retrieval_scope_id`, `product_id`, `evidence_query`, optional `limit`).
+/// `get_product_evidence` over the flat logical-argument object
+/// (`retrieval_scope_id`, `product_id`, `evidence_query`, optional `limit`),
+/// for transports that speak JSON.
 pub async fn get_product_evidence(
     ctx: &Ctx,
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    evidence::run(ctx, principal, args).await
+    Operation::GetProductEvidence
+        .call(ctx, principal, args)
+        .await
 }
 
-/// `compare_products`: `retrieval_scope_id`, `product_ids` (2..5, distinct).
+/// `compare_products` over `retrieval_scope_id`, `product_ids` (2..5,
+/// distinct).
 pub async fn compare_products(
     ctx: &Ctx,
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    compare::run(ctx, principal, args).await
+    Operation::CompareProducts.call(ctx, principal, args).await
 }
 
-/// `explain_retrieval`: `retrieval_scope_id`.
+/// `explain_retrieval` over `retrieval_scope_id`.
 pub async fn explain_retrieval(
     ctx: &Ctx,
     principal: &Principal,
     args: &Value,
 ) -> Result<Value, Error> {
-    explain::run(ctx, principal, args).await
+    Operation::ExplainRetrieval.call(ctx, principal, args).await
 }
 
 /// The longest product id the catalog accepts.
@@ -115,41 +124,15 @@ fn product_id(v: &Value, field: &str) -> Result<String, Error> {
 /// A required free-text argument: trimmed, non-empty, at most `max` chars,
 /// no control characters.
 fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Error> {
-    let s = match obj.get(field) {
-        None | Some(Value::Null) => {
-            return Err(Error::invalid(field, format!("`{field}` is required")))
-        }
-        Some(Value::String(s)) => {
-            check_text(field, s, TextKind::Prose)?;
-            s.trim()
-        }
-        Some(_) => return Err(Error::invalid(field, format!("`{field}` must be a string"))),
-    };
-    if s.is_empty() {
-        return Err(Error::invalid(
-            field,
-            format!("`{field}` must not be empty"),
-        ));
+    let v = obj.get(field).unwrap_or(&Value::Null);
+    if v.is_null() {
+        return Err(Error::invalid(field, format!("`{field}` is required")));
     }
-    if s.chars().count() > max {
-        return Err(Error::invalid(
-            field,
-            format!("`{field}` is longer than {max} characters"),
-        ));
-    }
-    Ok(s.to_string())
+    request::string(v, field, max, TextKind::Prose)?
+        .ok_or_else(|| Error::invalid(field, format!("`{field}` must not be empty")))
 }
 
-/// Starts the read-only transaction a scoped operation reads in, with the
-/// profile's statement bound.
-async fn bounded_read<'c>(
-    conn: &'c mut crate::db::Conn,
-    ctx: &Ctx,
-) -> Result<tokio_postgres::Transaction<'c>, Error> {
-    Ok(crate::db::bounded_transaction(conn, ctx.profile.statement_timeout_ms, true).await?)
-}
-
-/// An optional whole number in `min..=max`.
+/// An optional whole number in `min..=max`, `default` when absent.
 fn integer(
     obj: &Map<String, Value>,
     field: &str,
@@ -157,56 +140,14 @@ fn integer(
     max: i64,
     default: i64,
 ) -> Result<i64, Error> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(i) if (min..=max).contains(&i) => Ok(i),
-            _ => Err(Error::invalid(
-                field,
-                format!("`{field}` must be a whole number from {min} to {max}"),
-            )),
-        },
-        Some(_) => Err(Error::invalid(field, format!("`{field}` must be a number"))),
-    }
-}
-
-/// What a receipt recorded about one candidate's retrieval, read from a row
-/// holding the `receipts.search_candidates` signal columns by name.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct ReceiptSignals {
-    pub lexical: Option<SignalOut>,
-    pub trigram: Option<SignalOut>,
-    pub semantic: Option<SignalOut>,
-    pub rrf_score: Option<f64>,
-    pub rerank_score: Option<f64>,
-}
-
-impl ReceiptSignals {
-    fn from_row(row: &Row) -> Self {
-        let arm = |arm: &str| {
-            let rank: Option<i32> = row.get(format!("{arm}_rank").as_str());
-            let score: Option<f64> = row.get(format!("{arm}_score").as_str());
-            rank.zip(score)
-                .map(|(rank, score)| SignalOut { rank, score })
-        };
-        ReceiptSignals {
-            lexical: arm("lexical"),
-            trigram: arm("trigram"),
-            semantic: arm("semantic"),
-            rrf_score: row.get("rrf_score"),
-            rerank_score: row.get("rerank_score"),
-        }
-    }
+    let v = obj.get(field).unwrap_or(&Value::Null);
+    Ok(request::integer(v, field, min, max)?.unwrap_or(default))
 }
 
 /// A `real` star rating as the number it was written as (4.3, not
 /// 4.300000190734863): the shortest decimal that round-trips the `f32`.
 fn stars(r: Option<f32>) -> Option<f64> {
     r.map(|x| x.to_string().parse().unwrap_or(f64::from(x)))
-}
-
-fn to_json<T: Serialize>(v: &T) -> Result<Value, Error> {
-    serde_json::to_value(v).map_err(|e| Error::Internal(e.to_string()))
 }
 
 #[cfg(test)]

@@ -180,6 +180,23 @@ impl ArmResult {
         }
     }
 
+    /// An arm that ranked `candidates` since `started`; `budget_cut` when it
+    /// stopped at its scan budget: the answer may be full, but it is not
+    /// known to be the best `limit`.
+    fn ranked(
+        candidates: Vec<(String, f64)>,
+        limit: i64,
+        budget_cut: bool,
+        mode: ArmMode,
+        started: std::time::Instant,
+    ) -> Self {
+        let v = match budget_cut {
+            true => Verdict::BudgetCut,
+            false => verdict(candidates.len(), limit),
+        };
+        Self::new(candidates, limit, v, Some(mode), ms_since(started))
+    }
+
     fn new(
         candidates: Vec<(String, f64)>,
         limit: i64,
@@ -489,19 +506,14 @@ pub async fn lexical_understood<C: GenericClient>(
             }
         }
     }
-    // At the budget, only the first `budget` matches were ranked: the
-    // answer may be full, but it is not known to be the best `limit`.
-    let v = if matched >= budget {
-        Verdict::BudgetCut
-    } else {
-        verdict(cands.len(), limit)
-    };
-    Ok(ArmResult::new(
+    // At the budget, only the first `budget` matches were ranked.
+    let cut = matched >= budget;
+    Ok(ArmResult::ranked(
         cands,
         limit,
-        v,
-        Some(ArmMode::Lexical(mode)),
-        ms_since(t),
+        cut,
+        ArmMode::Lexical(mode),
+        t,
     ))
 }
 
@@ -752,17 +764,12 @@ pub async fn trigram<C: GenericClient>(
             }
         }
     }
-    let v = if cut {
-        Verdict::BudgetCut
-    } else {
-        verdict(merged.len(), limit)
-    };
-    Ok(ArmResult::new(
+    Ok(ArmResult::ranked(
         merged,
         limit,
-        v,
-        Some(ArmMode::Trigram(served)),
-        ms_since(t),
+        cut,
+        ArmMode::Trigram(served),
+        t,
     ))
 }
 

@@ -26,9 +26,11 @@ use super::{embed_query, Variant};
 use crate::context::Ctx;
 use crate::db::Conn;
 use crate::error::Error;
+use crate::profile::RetrievalProfile;
 use deadpool_postgres::{Pool, Timeouts};
 use futures_util::future::try_join_all;
 use std::time::{Duration, Instant};
+use tokio_postgres::Transaction;
 
 /// What the arms of one hybrid search produced.
 pub(crate) struct ArmsOutcome {
@@ -111,54 +113,34 @@ pub(crate) async fn run_arms(
     // the query as written (see `understand`).
     let written = positive;
     let positive = understanding.query(positive);
+    let enabled = |arm: Arm| variant.arms[arm as usize];
 
     let lexical_side = async {
-        tokio::try_join!(arms::exact_identifier(lane(Arm::Lexical), elig, q), async {
-            match variant.arms[Arm::Lexical as usize] {
-                true => {
-                    arms::lexical_understood(lane(Arm::Lexical), elig, positive, written, profile)
-                        .await
-                }
-                false => Ok(ArmResult::skipped(
-                    profile.lexical_limit,
-                    SkipReason::Disabled,
-                )),
-            }
-        },)
+        tokio::try_join!(
+            arms::exact_identifier(lane(Arm::Lexical), elig, q),
+            lexical_arm(
+                lane(Arm::Lexical),
+                enabled(Arm::Lexical),
+                elig,
+                (positive, written),
+                profile
+            ),
+        )
     };
-    let trigram_side = async {
-        match variant.arms[Arm::Trigram as usize] {
-            // A query that cannot name an identity has nothing for the
-            // trigram arm to match (`arms::identity_query`).
-            true if !arms::identity_query(positive) => Ok(ArmResult::skipped(
-                profile.trigram_limit,
-                SkipReason::DescriptiveQuery,
-            )),
-            true => arms::trigram(lane(Arm::Trigram), elig, positive, profile).await,
-            false => Ok(ArmResult::skipped(
-                profile.trigram_limit,
-                SkipReason::Disabled,
-            )),
-        }
-    };
-    let semantic_side = async {
-        let t = Instant::now();
-        if !variant.arms[Arm::Semantic as usize] {
-            let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::Disabled);
-            return Ok::<_, tokio_postgres::Error>((skipped, 0.0, None));
-        }
-        match embed_query(ctx, written).await {
-            Ok(v) => {
-                let embed_ms = arms::ms_since(t);
-                let arm = arms::semantic(lane(Arm::Semantic), elig, &v, profile).await?;
-                Ok((arm, embed_ms, None))
-            }
-            Err(warning) => {
-                let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::NoQueryVector);
-                Ok((skipped, arms::ms_since(t), Some(warning)))
-            }
-        }
-    };
+    let trigram_side = trigram_arm(
+        lane(Arm::Trigram),
+        enabled(Arm::Trigram),
+        elig,
+        positive,
+        profile,
+    );
+    let semantic_side = semantic_arm(
+        ctx,
+        lane(Arm::Semantic),
+        enabled(Arm::Semantic),
+        elig,
+        written,
+    );
     let (lexical_out, trigram, semantic_out) =
         tokio::try_join!(lexical_side, trigram_side, semantic_side)?;
     let ((exact_ids, mut lexical), mut trigram, (mut semantic, embed_ms, warning)) =
@@ -169,14 +151,7 @@ pub(crate) async fn run_arms(
     // the receipt need only the search's own.
     spare.iter().for_each(Conn::settle);
     drop(spare);
-    for (arm, result) in [
-        (Arm::Lexical, &mut lexical),
-        (Arm::Trigram, &mut trigram),
-        (Arm::Semantic, &mut semantic),
-    ] {
-        result.connection = Some(lane_of(arm, n));
-        result.pool = ctx.reader.as_ref().map(|_| crate::context::READER);
-    }
+    mark_lanes(ctx, n, [&mut lexical, &mut trigram, &mut semantic]);
     Ok(ArmsOutcome {
         exact_ids,
         lexical,
@@ -188,6 +163,90 @@ pub(crate) async fn run_arms(
         arms_ms: arms::ms_since(started),
         warning,
     })
+}
+
+/// The lexical arm, unless the variant turned it off.
+/// Records on each arm (lexical, trigram, semantic) the lane it ran on and
+/// whether it read the replica.
+fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
+    for (arm, result) in [Arm::Lexical, Arm::Trigram, Arm::Semantic]
+        .into_iter()
+        .zip(results)
+    {
+        result.connection = Some(lane_of(arm, lanes));
+        result.pool = ctx.reader.as_ref().map(|_| crate::context::READER);
+    }
+}
+
+/// The lexical arm for the understood query and the query as written
+/// ([`arms::lexical_understood`]).
+async fn lexical_arm(
+    tx: &Transaction<'_>,
+    enabled: bool,
+    elig: &Eligibility,
+    (positive, written): (&str, &str),
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    match enabled {
+        true => arms::lexical_understood(tx, elig, positive, written, profile).await,
+        false => Ok(ArmResult::skipped(
+            profile.lexical_limit,
+            SkipReason::Disabled,
+        )),
+    }
+}
+
+/// The trigram arm, unless the variant turned it off or the query cannot
+/// name an identity: then there is nothing for it to match
+/// (`arms::identity_query`).
+async fn trigram_arm(
+    tx: &Transaction<'_>,
+    enabled: bool,
+    elig: &Eligibility,
+    positive: &str,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    match enabled {
+        true if !arms::identity_query(positive) => Ok(ArmResult::skipped(
+            profile.trigram_limit,
+            SkipReason::DescriptiveQuery,
+        )),
+        true => arms::trigram(tx, elig, positive, profile).await,
+        false => Ok(ArmResult::skipped(
+            profile.trigram_limit,
+            SkipReason::Disabled,
+        )),
+    }
+}
+
+/// The semantic arm, unless the variant turned it off: the query is
+/// embedded, then the arm runs on `tx`. Without a query vector the arm is
+/// skipped with a warning. Returns the arm, the embedding's milliseconds
+/// and the warning.
+async fn semantic_arm(
+    ctx: &Ctx,
+    tx: &Transaction<'_>,
+    enabled: bool,
+    elig: &Eligibility,
+    positive: &str,
+) -> Result<(ArmResult, f64, Option<String>), tokio_postgres::Error> {
+    let profile = &ctx.profile;
+    let t = Instant::now();
+    if !enabled {
+        let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::Disabled);
+        return Ok((skipped, 0.0, None));
+    }
+    match embed_query(ctx, positive).await {
+        Ok(v) => {
+            let embed_ms = arms::ms_since(t);
+            let arm = arms::semantic(tx, elig, &v, profile).await?;
+            Ok((arm, embed_ms, None))
+        }
+        Err(warning) => {
+            let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::NoQueryVector);
+            Ok((skipped, arms::ms_since(t), Some(warning)))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@
 pub mod arms;
 pub mod fusion;
 mod lanes;
-mod receipt;
+use crate::receipt;
 pub mod request;
 pub mod trgm;
 pub mod understand;

@@ -126,7 +126,14 @@ pub fn check_text(field: &str, s: &str, kind: TextKind) -> Result<(), Error> {
     }
 }
 
-fn string(v: &Value, field: &str, max: usize, kind: TextKind) -> Result<Option<String>, Error> {
+/// An optional string: trimmed, at most `max` characters, `None` when null
+/// or empty.
+pub(crate) fn string(
+    v: &Value,
+    field: &str,
+    max: usize,
+    kind: TextKind,
+) -> Result<Option<String>, Error> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => {
@@ -144,7 +151,8 @@ fn string(v: &Value, field: &str, max: usize, kind: TextKind) -> Result<Option<S
     }
 }
 
-fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Option<i64>, Error> {
+/// An optional whole number in `min..=max`.
+pub(crate) fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Option<i64>, Error> {
     match v {
         Value::Null => Ok(None),
         Value::Number(n) => match n.as_i64() {
@@ -174,97 +182,102 @@ fn parse_filter(filters: &mut Filters, key: &str, v: &Value, path: &str) -> Resu
         "domain" => filters.domain = string(v, path, 64, TextKind::Token)?,
         "category_key" => filters.category_key = string(v, path, 64, TextKind::Token)?,
         "brand" => filters.brand = string(v, path, 128, TextKind::Token)?,
-        "availability" => {
-            let values = match v {
-                Value::Null => None,
-                Value::String(_) => string(v, path, 32, TextKind::Token)?.map(|s| vec![s]),
-                Value::Array(items) if !items.is_empty() && items.len() <= 6 => Some(
-                    items
-                        .iter()
-                        .map(|i| {
-                            string(i, path, 32, TextKind::Token)?
-                                .ok_or_else(|| Error::invalid(path, "empty availability value"))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-                _ => {
-                    return Err(Error::invalid(
-                        path,
-                        format!("`{path}` must be a string or a list of 1 to 6 strings"),
-                    ))
-                }
-            };
-            if let Some(vals) = &values {
-                if let Some(bad) = vals
-                    .iter()
-                    .find(|s| !crate::catalog::AVAILABILITY.contains(&s.as_str()))
-                {
-                    return Err(Error::invalid(
-                        path,
-                        format!(
-                            "unknown availability `{bad}`; use one of {}",
-                            crate::catalog::AVAILABILITY.join(", ")
-                        ),
-                    ));
-                }
-            }
-            filters.availability = values;
-        }
+        "availability" => filters.availability = availability(v, path)?,
         "in_stock_only" => filters.in_stock_only = boolean(v, path)?.unwrap_or(false),
         "min_price_cents" => filters.min_price_cents = integer(v, path, 0, 1_000_000_000_000)?,
         "max_price_cents" => filters.max_price_cents = integer(v, path, 0, 1_000_000_000_000)?,
-        "min_rating" => {
-            filters.min_rating = match v {
-                Value::Null => None,
-                Value::Number(n) => match n.as_f64() {
-                    Some(r) if (0.0..=5.0).contains(&r) => Some(r as f32),
-                    _ => {
-                        return Err(Error::invalid(
-                            path,
-                            format!("`{path}` must be between 0 and 5"),
-                        ))
-                    }
-                },
-                _ => return Err(Error::invalid(path, format!("`{path}` must be a number"))),
-            }
-        }
-        "attributes" => {
-            filters.attributes = match v {
-                Value::Null => None,
-                Value::Object(m) if m.len() <= 16 => {
-                    for (k, val) in m {
-                        check_text(path, k, TextKind::Token)?;
-                        let ok_key = !k.is_empty() && k.chars().count() <= 64;
-                        let ok_val = match val {
-                            Value::String(s) => {
-                                check_text(&format!("{path}.{k}"), s, TextKind::Token)?;
-                                s.chars().count() <= 256
-                            }
-                            Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
-                            Value::Bool(_) => true,
-                            _ => false,
-                        };
-                        if !ok_key || !ok_val {
-                            return Err(Error::invalid(
-                                path,
-                                format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean, under a key of 1 to 64 characters"),
-                            ));
-                        }
-                    }
-                    (!m.is_empty()).then(|| m.clone())
-                }
-                Value::Object(_) => {
-                    return Err(Error::invalid(
-                        path,
-                        format!("`{path}` holds at most 16 attributes"),
-                    ))
-                }
-                _ => return Err(Error::invalid(path, format!("`{path}` must be an object"))),
-            }
-        }
+        "min_rating" => filters.min_rating = rating(v, path)?,
+        "attributes" => filters.attributes = attributes(v, path)?,
         _ => return Err(Error::unknown_field(path)),
     }
     Ok(())
+}
+
+/// The `availability` filter: one catalog availability or a list of 1 to 6.
+fn availability(v: &Value, path: &str) -> Result<Option<Vec<String>>, Error> {
+    let values = match v {
+        Value::Null => None,
+        Value::String(_) => string(v, path, 32, TextKind::Token)?.map(|s| vec![s]),
+        Value::Array(items) if !items.is_empty() && items.len() <= 6 => Some(
+            items
+                .iter()
+                .map(|i| {
+                    string(i, path, 32, TextKind::Token)?
+                        .ok_or_else(|| Error::invalid(path, "empty availability value"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        _ => {
+            return Err(Error::invalid(
+                path,
+                format!("`{path}` must be a string or a list of 1 to 6 strings"),
+            ))
+        }
+    };
+    if let Some(vals) = &values {
+        if let Some(bad) = vals
+            .iter()
+            .find(|s| !crate::catalog::AVAILABILITY.contains(&s.as_str()))
+        {
+            return Err(Error::invalid(
+                path,
+                format!(
+                    "unknown availability `{bad}`; use one of {}",
+                    crate::catalog::AVAILABILITY.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(values)
+}
+
+/// The `min_rating` filter: a number from 0 to 5.
+fn rating(v: &Value, path: &str) -> Result<Option<f32>, Error> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_f64() {
+            Some(r) if (0.0..=5.0).contains(&r) => Ok(Some(r as f32)),
+            _ => Err(Error::invalid(
+                path,
+                format!("`{path}` must be between 0 and 5"),
+            )),
+        },
+        _ => Err(Error::invalid(path, format!("`{path}` must be a number"))),
+    }
+}
+
+/// The `attributes` filter: at most 16 scalar values by key.
+fn attributes(v: &Value, path: &str) -> Result<Option<Map<String, Value>>, Error> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Object(m) if m.len() <= 16 => {
+            for (k, val) in m {
+                check_text(path, k, TextKind::Token)?;
+                let ok_key = !k.is_empty() && k.chars().count() <= 64;
+                let ok_val = match val {
+                    Value::String(s) => {
+                        check_text(&format!("{path}.{k}"), s, TextKind::Token)?;
+                        s.chars().count() <= 256
+                    }
+                    Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
+                    Value::Bool(_) => true,
+                    _ => false,
+                };
+                if !ok_key || !ok_val {
+                    return Err(Error::invalid(
+                        path,
+                        format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean, under a key of 1 to 64 characters"),
+                    ));
+                }
+            }
+            Ok((!m.is_empty()).then(|| m.clone()))
+        }
+        Value::Object(_) => Err(Error::invalid(
+            path,
+            format!("`{path}` holds at most 16 attributes"),
+        )),
+        _ => Err(Error::invalid(path, format!("`{path}` must be an object"))),
+    }
 }
 
 impl SearchRequest {
@@ -277,52 +290,11 @@ impl SearchRequest {
         let obj = body
             .as_object()
             .ok_or_else(|| Error::invalid_json("the request body must be a JSON object"))?;
-        let mut filters = Filters::default();
-        let mut top = Map::new();
-        for (key, v) in obj {
-            if TOP_FIELDS.contains(&key.as_str()) {
-                top.insert(key.clone(), v.clone());
-            } else if shape == Shape::Nested && key == "filters" {
-                match v {
-                    Value::Null => {}
-                    Value::Object(f) => {
-                        for (fk, fv) in f {
-                            parse_filter(&mut filters, fk, fv, &format!("filters.{fk}"))?;
-                        }
-                    }
-                    _ => return Err(Error::invalid("filters", "`filters` must be an object")),
-                }
-            } else if shape == Shape::Flat && FILTER_FIELDS.contains(&key.as_str()) {
-                parse_filter(&mut filters, key, v, key)?;
-            } else {
-                return Err(Error::unknown_field(key));
-            }
-        }
+        let (filters, top) = split_fields(obj, shape)?;
         let null = Value::Null;
         let get = |k: &str| top.get(k).unwrap_or(&null);
 
-        let query = string(
-            get("query"),
-            "query",
-            profile.max_query_chars,
-            TextKind::Prose,
-        )?;
-        let normalized_query = query
-            .as_deref()
-            .map(normalize_query)
-            .filter(|q| !q.is_empty());
-        if let Some(q) = &normalized_query {
-            let negated = crate::search::arms::lexical_terms(q).negated.len();
-            if negated > profile.max_negated_terms {
-                return Err(Error::invalid(
-                    "query",
-                    format!(
-                        "`query` excludes {negated} words; at most {} negated words (`-word`) are allowed",
-                        profile.max_negated_terms
-                    ),
-                ));
-            }
-        }
+        let (query, normalized_query) = query(get("query"), profile)?;
         if normalized_query.is_none() && filters.is_empty() {
             return Err(Error::invalid(
                 "query",
@@ -359,6 +331,59 @@ impl SearchRequest {
             session_id,
         })
     }
+}
+
+/// The request's filters, parsed, and its other fields, still JSON; a key
+/// that is neither (in `shape`) is an unknown field.
+fn split_fields(
+    obj: &Map<String, Value>,
+    shape: Shape,
+) -> Result<(Filters, Map<String, Value>), Error> {
+    let mut filters = Filters::default();
+    let mut top = Map::new();
+    for (key, v) in obj {
+        if TOP_FIELDS.contains(&key.as_str()) {
+            top.insert(key.clone(), v.clone());
+        } else if shape == Shape::Nested && key == "filters" {
+            match v {
+                Value::Null => {}
+                Value::Object(f) => {
+                    for (fk, fv) in f {
+                        parse_filter(&mut filters, fk, fv, &format!("filters.{fk}"))?;
+                    }
+                }
+                _ => return Err(Error::invalid("filters", "`filters` must be an object")),
+            }
+        } else if shape == Shape::Flat && FILTER_FIELDS.contains(&key.as_str()) {
+            parse_filter(&mut filters, key, v, key)?;
+        } else {
+            return Err(Error::unknown_field(key));
+        }
+    }
+    Ok((filters, top))
+}
+
+/// The query as received (trimmed) and normalised; the number of negated
+/// words is bounded by the profile.
+fn query(v: &Value, profile: &RetrievalProfile) -> Result<(Option<String>, Option<String>), Error> {
+    let query = string(v, "query", profile.max_query_chars, TextKind::Prose)?;
+    let normalized_query = query
+        .as_deref()
+        .map(normalize_query)
+        .filter(|q| !q.is_empty());
+    if let Some(q) = &normalized_query {
+        let negated = crate::search::arms::lexical_terms(q).negated.len();
+        if negated > profile.max_negated_terms {
+            return Err(Error::invalid(
+                "query",
+                format!(
+                    "`query` excludes {negated} words; at most {} negated words (`-word`) are allowed",
+                    profile.max_negated_terms
+                ),
+            ));
+        }
+    }
+    Ok((query, normalized_query))
 }
 
 /// Collapses whitespace; case and punctuation are left to each arm.

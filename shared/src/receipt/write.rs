@@ -5,10 +5,13 @@
 //! `event_created_at` (their day partition, see `sql/0012`) defaults to the
 //! transaction's start time, which is the event's `created_at`.
 
-use super::{EventRecord, Member};
+use crate::search::{EventRecord, Member};
 use serde_json::Value;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Transaction};
+use uuid::Uuid;
 
+/// Writes the receipt of one search: the event, then its pool, in one
+/// transaction.
 pub(crate) async fn write(
     client: &mut Client,
     ev: &EventRecord<'_>,
@@ -16,10 +19,21 @@ pub(crate) async fn write(
     statement_timeout_ms: u64,
 ) -> Result<(), tokio_postgres::Error> {
     let tx = crate::db::bounded_transaction(client, statement_timeout_ms, false).await?;
+    write_event(&tx, ev, members.len()).await?;
+    write_pool(&tx, ev.id, members).await?;
+    tx.commit().await
+}
+
+/// The event's row of `receipts.search_events`.
+async fn write_event(
+    tx: &Transaction<'_>,
+    ev: &EventRecord<'_>,
+    pool_size: usize,
+) -> Result<(), tokio_postgres::Error> {
     let filters = serde_json::to_value(&ev.req.filters).unwrap_or(Value::Null);
     let timings = serde_json::to_value(ev.timings).unwrap_or(Value::Null);
     let warnings = serde_json::to_value(ev.warnings).unwrap_or(Value::Null);
-    let pool_size = members.len() as i32;
+    let pool_size = pool_size as i32;
     let limit = ev.req.limit as i32;
     let authorized = ev.req.authorized_limit as i32;
     let replays = ev.replay.map(|r| r.event);
@@ -63,6 +77,16 @@ pub(crate) async fn write(
         ],
     )
     .await?;
+    Ok(())
+}
+
+/// One row of `receipts.search_candidates` per pool member, in one
+/// statement over parallel arrays.
+async fn write_pool(
+    tx: &Transaction<'_>,
+    id: Uuid,
+    members: &[Member],
+) -> Result<(), tokio_postgres::Error> {
     let col =
         |f: &dyn Fn(&Member) -> Option<f64>| members.iter().map(f).collect::<Vec<Option<f64>>>();
     let rank = |arm: usize| {
@@ -89,7 +113,7 @@ pub(crate) async fn write(
                                   $8::int[], $9::float8[], $10::float8[], $11::float8[], $12::int[],
                                   $13::int[], $14::bool[], $15::bool[], $16::text[], $17::text[], $18::int[])",
         &[
-            &ev.id,
+            &id,
             &ids,
             &pre,
             &rank(0),
@@ -110,5 +134,5 @@ pub(crate) async fn write(
         ],
     )
     .await?;
-    tx.commit().await
+    Ok(())
 }

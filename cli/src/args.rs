@@ -1,0 +1,48 @@
+//! Arguments several commands share: the owner-role connection, and the
+//! service context on the runtime role.
+
+use crate::embedder::{self, EmbedderArgs};
+use anyhow::Result;
+use clap::Args;
+use mosaic::db;
+
+#[derive(Args, Clone)]
+pub struct DbArgs {
+    /// Owner-role connection string (migrations and loading).
+    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+    pub database_url: String,
+}
+
+impl DbArgs {
+    /// Connects as the owner role.
+    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
+        db::connect(&self.database_url).await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot connect to the database: {e}\n(for the local one run `mosaic db start` or `make db`)"
+            )
+        })
+    }
+}
+
+#[derive(Args, Clone)]
+pub struct RuntimeArgs {
+    /// Runtime-role connection string (what the service uses).
+    #[arg(long = "runtime-database-url", env = "MOSAIC_RUNTIME_DATABASE_URL",
+          default_value = db::LOCAL_RUNTIME_URL, hide_env_values = true)]
+    pub url: String,
+}
+
+impl RuntimeArgs {
+    /// The service context of the `mosaic` commands: the runtime-role
+    /// connection, and the embedder and reranker the settings name.
+    pub fn ctx(&self, embedder: &EmbedderArgs, connections: usize) -> Result<mosaic::Ctx> {
+        let settings = mosaic::config::Settings::from_lookup(|k| match k {
+            "MOSAIC_DATABASE_URL" => Some(self.url.clone()),
+            k if k.starts_with("MOSAIC_DB_") => None,
+            k => embedder.lookup(k),
+        })
+        .map_err(anyhow::Error::msg)?;
+        embedder::block_on(mosaic::config::build_context(&settings, connections))
+            .map_err(anyhow::Error::msg)
+    }
+}

@@ -1,0 +1,118 @@
+//! Where an operation of `mosaic search`, `evidence`, `compare` and
+//! `explain` runs: in-process through the library (the default) or against
+//! a running server over HTTP (`--server`); either way the command prints
+//! the same readable table, or the JSON response.
+
+use crate::args::RuntimeArgs;
+use crate::embedder::EmbedderArgs;
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use mosaic::operation::Operation;
+use mosaic::{Ctx, Principal};
+use serde_json::{Map, Value};
+
+/// Where an operation runs: in-process (default) or against `--server`.
+#[derive(Args, Clone)]
+pub struct TargetArgs {
+    /// Base URL of a running `mosaic serve` (e.g. http://127.0.0.1:8787);
+    /// without it the operation runs in-process.
+    #[arg(long, env = "MOSAIC_SERVER")]
+    server: Option<String>,
+    /// Principal of the caller (receipts are bound to it).
+    #[arg(long, default_value = "anonymous")]
+    principal: String,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    #[command(flatten)]
+    embedder: EmbedderArgs,
+}
+
+impl TargetArgs {
+    fn target(&self) -> Result<Target> {
+        Ok(match &self.server {
+            Some(url) => Target::Server(url.clone()),
+            None => Target::Local(Box::new(self.runtime.ctx(&self.embedder, 2)?)),
+        })
+    }
+
+    fn principal(&self) -> Principal {
+        Principal(self.principal.clone())
+    }
+
+    /// Runs `op` on flat logical arguments where these flags say.
+    pub async fn call(&self, op: Operation, args: Value) -> Result<Value> {
+        call(&self.target()?, &self.principal(), op, args).await
+    }
+}
+
+/// Prints `v` as pretty JSON, or as the command's table.
+pub fn print_or_json(v: &Value, json: bool, table: impl Fn(&Value)) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(v)?);
+    } else {
+        table(v);
+    }
+    Ok(())
+}
+
+/// Where an operation runs.
+enum Target {
+    Local(Box<Ctx>),
+    Server(String),
+}
+
+/// Sends one operation's HTTP request to a running server.
+fn http(
+    base: &str,
+    principal: &Principal,
+    op: Operation,
+    args: &Map<String, Value>,
+) -> Result<Value> {
+    let (route, body) = mosaic::contract::http_request(op.contract(), args);
+    let (method, path) = route.split_once(' ').unwrap_or(("POST", &route));
+    let url = format!("{}{}", base.trim_end_matches('/'), path);
+    // The server makes `local:<name>` of the header; without it the call is
+    // anonymous, as `--principal anonymous` (the default) is in-process.
+    let mut req = ureq::request(method, &url);
+    if !principal.is_anonymous() {
+        req = req.set(mosaic::principal::HEADER, principal.as_str());
+    }
+    let resp = match body {
+        Some(b) => req.send_json(b),
+        None => req.call(),
+    };
+    match resp {
+        Ok(r) => Ok(r.into_json()?),
+        Err(ureq::Error::Status(code, r)) => {
+            let v: Value = r.into_json().unwrap_or(Value::Null);
+            bail!(
+                "HTTP {code} {}: {}",
+                v["error"]["code"].as_str().unwrap_or("?"),
+                v["error"]["message"].as_str().unwrap_or("")
+            )
+        }
+        Err(e) => bail!("cannot reach {url}: {e} (is `mosaic serve` running?)"),
+    }
+}
+
+/// A library error as the command reports it.
+pub fn local_err(e: mosaic::Error) -> anyhow::Error {
+    anyhow!(
+        "{} ({})",
+        e.body()["error"]["message"].as_str().unwrap_or(""),
+        e.code().as_str()
+    )
+}
+
+/// Runs `op` on flat logical arguments, in-process or on the server.
+async fn call(t: &Target, p: &Principal, op: Operation, args: Value) -> Result<Value> {
+    match t {
+        Target::Local(ctx) => op.call(ctx, p, &args).await.map_err(local_err),
+        Target::Server(base) => {
+            let Value::Object(args) = args else {
+                bail!("the arguments of {} must be an object", op.name())
+            };
+            http(base, p, op, &args)
+        }
+    }
+}
