@@ -21,4 +21,4 @@ mod write;
 pub use purge::PurgeReport;
 pub use read::{event_count, tally, Candidate, Event, Receipt, ReceiptSignals, Tally};
 pub(crate) use read::{principal_of, read, sample};
-pub(crate) use write::write;
+pub(crate) use write::{write, EventRecord, ReplayOf};

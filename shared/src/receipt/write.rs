@@ -5,10 +5,45 @@
 //! `event_created_at` (their day partition, see `sql/0012`) defaults to the
 //! transaction's start time, which is the event's `created_at`.
 
-use crate::search::{EventRecord, Member};
+use crate::context::Principal;
+use crate::search::understand::Understanding;
+use crate::search::{Member, RerankStatus, SearchRequest, Strategy};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use tokio_postgres::{Client, Transaction};
 use uuid::Uuid;
+
+/// Everything the receipt records about the event.
+pub(crate) struct EventRecord<'a> {
+    pub id: Uuid,
+    pub principal: &'a Principal,
+    pub req: &'a SearchRequest,
+    pub strategy: Strategy,
+    pub semantic_route: Option<String>,
+    pub eligible_estimate: Option<i64>,
+    pub rerank_status: RerankStatus,
+    pub models: &'a Value,
+    pub arms: Value,
+    pub timings: &'a BTreeMap<&'static str, f64>,
+    pub warnings: &'a [String],
+    pub profile: Value,
+    pub served_count: i32,
+    /// Set when the search replays a recorded one.
+    pub replay: Option<&'a ReplayOf>,
+    /// What query understanding did; none for a filters-only search.
+    pub understanding: Option<&'a Understanding>,
+}
+
+/// What the receipt of a replay records about the event it replays
+/// ([`crate::replay`]; columns of `sql/0013_receipt_replay.sql`).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayOf {
+    pub event: Uuid,
+    /// `recorded` or `current`: which profile the replay ran with.
+    pub profile: &'static str,
+    /// The replayed pool's members that no longer pass its filters.
+    pub ineligible: Vec<String>,
+}
 
 /// Writes the receipt of one search: the event, then its pool, in one
 /// transaction.

@@ -25,7 +25,7 @@
 pub mod arms;
 pub mod fusion;
 mod lanes;
-use crate::receipt;
+use crate::receipt::{self, EventRecord, ReplayOf};
 pub mod request;
 pub mod trgm;
 pub mod understand;
@@ -346,38 +346,6 @@ pub(crate) struct Member {
     pub granted: bool,
     pub source_uri: String,
     pub source_revision: i32,
-}
-
-/// Everything the receipt records about the event.
-pub(crate) struct EventRecord<'a> {
-    pub id: Uuid,
-    pub principal: &'a Principal,
-    pub req: &'a SearchRequest,
-    pub strategy: Strategy,
-    pub semantic_route: Option<String>,
-    pub eligible_estimate: Option<i64>,
-    pub rerank_status: RerankStatus,
-    pub models: &'a Value,
-    pub arms: Value,
-    pub timings: &'a BTreeMap<&'static str, f64>,
-    pub warnings: &'a [String],
-    pub profile: Value,
-    pub served_count: i32,
-    /// Set when the search replays a recorded one.
-    pub replay: Option<&'a ReplayOf>,
-    /// What query understanding did; none for a filters-only search.
-    pub understanding: Option<&'a understand::Understanding>,
-}
-
-/// What the receipt of a replay records about the event it replays
-/// ([`crate::replay`]; columns of `sql/0013_receipt_replay.sql`).
-#[derive(Debug, Clone)]
-pub(crate) struct ReplayOf {
-    pub event: Uuid,
-    /// `recorded` or `current`: which profile the replay ran with.
-    pub profile: &'static str,
-    /// The replayed pool's members that no longer pass its filters.
-    pub ineligible: Vec<String>,
 }
 
 /// The query without its negated terms (`-word`), for the stages that
