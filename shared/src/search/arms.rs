@@ -260,10 +260,7 @@ fn attribute_sets(want: &serde_json::Map<String, serde_json::Value>) -> serde_js
 /// arm has nothing to match it against and would only add look-alike noise.
 pub fn identity_query(q: &str) -> bool {
     let words: Vec<&str> = q.split_whitespace().collect();
-    words.len() <= 3
-        || words
-            .iter()
-            .any(|w| w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(char::is_alphabetic))
+    words.len() <= 3 || words.iter().any(|w| super::understand::is_identifier(w))
 }
 
 /// Bound parameters $1..$10 of the eligibility predicate.

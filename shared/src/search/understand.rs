@@ -199,11 +199,14 @@ pub async fn understand<C: GenericClient>(
         .map(|t| core(t).to_lowercase())
         .filter(|w| is_identifier(w))
         .collect();
-    let words: Vec<String> = correctable_words(positive)
-        .into_iter()
-        .filter(|w| !is_english(w))
-        .collect();
-    if profile.query_correction == 0 || words.is_empty() {
+    let words: Vec<String> = match profile.query_correction {
+        0 => Vec::new(),
+        _ => correctable_words(positive)
+            .into_iter()
+            .filter(|w| !is_english(w))
+            .collect(),
+    };
+    if words.is_empty() {
         return Ok(Understanding {
             identifiers,
             ..Understanding::default()
