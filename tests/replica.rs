@@ -15,7 +15,7 @@ use mosaic::embed::HashingEmbedder;
 use mosaic::scope::{compare_products, explain_retrieval, get_product_evidence};
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Principal, RetrievalProfile};
-use mosaic_integration_tests::{connect, ctx, served, TestDb};
+use mosaic_integration_tests::{add_product_titled, connect, ctx, served, TestDb};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -200,21 +200,7 @@ async fn a_new_product_reaches_the_arms_after_replay() {
         .await
         .unwrap();
 
-    let mut owner = db.owner().await;
-    let tx = owner.transaction().await.unwrap();
-    tx.batch_execute(
-        "INSERT INTO catalog.products (product_id, sku, model, brand, title, domain, category_key,
-                                       description, price_cents, availability, source_uri)
-         SELECT 'P-REPLICA-1', 'SKU-REPLICA-1', 'ZQ-1', brand, 'Zephyrquill ' || title, domain,
-                category_key, description, price_cents, 'in_stock', 'catalog://replica/1'
-         FROM catalog.products ORDER BY product_id LIMIT 1",
-    )
-    .await
-    .unwrap();
-    mosaic::catalog::load::refresh_projection(&tx, Some(&["P-REPLICA-1".to_string()]))
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    add_product_titled(&db, "P-REPLICA-1", "Zephyrquill").await;
 
     let body = json!({"query": "zephyrquill", "limit": 5});
     let new = "P-REPLICA-1".to_string();

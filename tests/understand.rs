@@ -8,7 +8,7 @@
 use mosaic::scope::explain_retrieval;
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Principal, RetrievalProfile};
-use mosaic_integration_tests::{ctx, served, TestDb};
+use mosaic_integration_tests::{add_product_titled, ctx, served, TestDb};
 use serde_json::{json, Value};
 
 fn alice() -> Principal {
@@ -162,21 +162,7 @@ async fn the_vocabulary_follows_the_catalog_and_only_the_owner_writes_it() {
 
     // A product whose title holds a new word; its refresh (as load and
     // import run it) brings the word into the vocabulary.
-    let mut owner = db.owner().await;
-    let tx = owner.transaction().await.unwrap();
-    tx.batch_execute(
-        "INSERT INTO catalog.products (product_id, sku, model, brand, title, domain, category_key,
-                                       description, price_cents, availability, source_uri)
-         SELECT 'P-VOCAB-1', 'SKU-VOCAB-1', 'ZX-1', brand, 'Zorbulax ' || title, domain,
-                category_key, description, price_cents, 'in_stock', 'catalog://vocab/1'
-         FROM catalog.products ORDER BY product_id LIMIT 1",
-    )
-    .await
-    .unwrap();
-    mosaic::catalog::load::refresh_projection(&tx, Some(&["P-VOCAB-1".to_string()]))
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    add_product_titled(&db, "P-VOCAB-1", "Zorbulax").await;
 
     let after = search(&c, body).await;
     assert_eq!(

@@ -271,6 +271,28 @@ pub fn ctx(db: &TestDb, profile: mosaic::RetrievalProfile) -> mosaic::Ctx {
         .with_embedder(std::sync::Arc::new(HashingEmbedder::new(384)))
 }
 
+/// Adds product `id` to the catalog, a copy of the first product whose
+/// title starts with `word`, and refreshes its projection (as load and
+/// import do), in one transaction of the owner.
+pub async fn add_product_titled(db: &TestDb, id: &str, word: &str) {
+    let mut owner = db.owner().await;
+    let tx = owner.transaction().await.expect("begin");
+    tx.execute(
+        "INSERT INTO catalog.products (product_id, sku, model, brand, title, domain, category_key,
+                                       description, price_cents, availability, source_uri)
+         SELECT $1, 'SKU-' || $1, 'MODEL-' || $1, brand, $2 || ' ' || title, domain,
+                category_key, description, price_cents, 'in_stock', 'catalog://added/' || $1
+         FROM catalog.products ORDER BY product_id LIMIT 1",
+        &[&id, &word],
+    )
+    .await
+    .expect("insert the product");
+    mosaic::catalog::load::refresh_projection(&tx, Some(&[id.to_string()]))
+        .await
+        .expect("refresh its projection");
+    tx.commit().await.expect("commit");
+}
+
 /// The product ids a search response (as JSON) served, in served order.
 pub fn served(r: &serde_json::Value) -> Vec<String> {
     r["results"]
