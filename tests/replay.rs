@@ -228,6 +228,56 @@ async fn route(c: &Ctx, who: &Principal, method: &str, path: &str) -> (u16, Vec<
 }
 
 #[tokio::test]
+async fn a_correction_that_changed_is_listed_in_the_replay_diff() {
+    let db = TestDb::with_sample("replay_correction").await;
+    let owner = db.owner().await;
+    // A brand of letters only, misspelt by one dropped letter.
+    let brand: String = owner
+        .query(
+            "SELECT DISTINCT lower(brand) FROM catalog.products
+             WHERE length(brand) >= 7 AND brand ~ '^[A-Za-z]+$' ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .find(|b| !mosaic::search::understand::is_english(b))
+        .expect("a brand that is no English word");
+    let typo = format!("{}{}", &brand[..3], &brand[4..]);
+    let recorded = serving(&db, RetrievalProfile::default());
+    let body = json!({"query": format!("{typo} headphones"), "limit": 10, "rerank": false});
+    let (event, _) = searched(&recorded, &alice(), body).await;
+
+    let uncorrected = serving(
+        &db,
+        RetrievalProfile {
+            query_correction: 0,
+            ..Default::default()
+        },
+    );
+    let r = replayed(&uncorrected, event, ProfileChoice::Current).await;
+    let field = |name: &str| r.diff.changes.iter().find(|c| c.field == name);
+    let corrections = field("query_understanding.corrections").expect("corrections changed");
+    assert_eq!(corrections.before[0]["to"], json!(brand), "{corrections:?}");
+    assert_eq!(corrections.after, json!([]));
+    let corrected = field("query_understanding.corrected_query").expect("the query changed");
+    assert_eq!(corrected.after, Value::Null);
+    assert!(field("profile.query_correction").is_some());
+    // Replaying with the recorded profile corrects the same way again.
+    let same = replayed(&uncorrected, event, ProfileChoice::Recorded).await;
+    assert!(
+        !same
+            .diff
+            .changes
+            .iter()
+            .any(|c| c.field.starts_with("query_understanding")),
+        "{:?}",
+        same.diff.changes
+    );
+}
+
+#[tokio::test]
 async fn replaying_another_principals_event_is_the_generic_404() {
     let db = TestDb::with_sample("replay_scope").await;
     let c = serving(&db, RetrievalProfile::default());

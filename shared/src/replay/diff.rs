@@ -183,6 +183,16 @@ fn event_changes(b: &Event, a: &Event) -> Vec<FieldChange> {
     value_changes(&mut out, "models", &b.models, &a.models, &[]);
     value_changes(&mut out, "profile", &b.profile, &a.profile, &[]);
     value_changes(&mut out, "warnings", &b.warnings, &a.warnings, &[]);
+    // A correction the vocabulary or the profile changed: the text arms
+    // searched for another query, which their moves alone do not say.
+    let understanding = |e: &Event| e.query_understanding.clone().unwrap_or(Value::Null);
+    value_changes(
+        &mut out,
+        "query_understanding",
+        &understanding(b),
+        &understanding(a),
+        &[],
+    );
     out
 }
 
