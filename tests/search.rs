@@ -1345,3 +1345,115 @@ async fn the_trigram_arm_serves_pg_trgms_scores_best_first_ascii_or_not() {
         tx.rollback().await.unwrap();
     }
 }
+
+/// The semantic arm alone, in a read-only transaction with the service's
+/// settings; also what `hnsw.ef_search` is once the arm is done.
+async fn semantic_alone(
+    c: &mut Client,
+    v: &pgvector::Vector,
+    p: &RetrievalProfile,
+    f: &Filters,
+) -> (arms::ArmResult, String) {
+    let elig = Eligibility::new(f);
+    let tx = c.build_transaction().read_only(true).start().await.unwrap();
+    arms::apply_settings(&tx, p).await.unwrap();
+    let r = arms::semantic(&tx, &elig, v, p).await.unwrap();
+    let ef: String = tx
+        .query_one("SHOW hnsw.ef_search", &[])
+        .await
+        .unwrap()
+        .get(0);
+    tx.commit().await.unwrap();
+    (r, ef)
+}
+
+#[tokio::test]
+async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
+    let db = TestDb::with_sample("graph_walks").await;
+    let mut c = db.owner().await;
+    // A point between two products of different domains: a hard case for
+    // one greedy walk of the whole catalog's graph.
+    let v: pgvector::Vector = c
+        .query_one(
+            "SELECT a.embedding + b.embedding
+             FROM (SELECT embedding FROM search.product_projection
+                   WHERE domain = 'outdoor' ORDER BY product_id LIMIT 1) a,
+                  (SELECT embedding FROM search.product_projection
+                   WHERE domain = 'office' ORDER BY product_id LIMIT 1) b",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let exact: Vec<f64> = c
+        .query(
+            arms::SEMANTIC_EXACT_SQL,
+            &Eligibility::new(&Filters::default()).params(&[&v, &10i64]),
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(1))
+        .collect();
+    let narrow = RetrievalProfile {
+        hnsw_ef_search: 10,
+        ..Default::default()
+    };
+    let (one, _) = semantic_alone(&mut c, &v, &narrow, &Filters::default()).await;
+    let variants = [
+        RetrievalProfile {
+            semantic_overfetch: 1_000,
+            ..narrow.clone()
+        },
+        RetrievalProfile {
+            semantic_domain_walk_ef: 400,
+            ..narrow.clone()
+        },
+    ];
+    for p in &variants {
+        let (r, ef) = semantic_alone(&mut c, &v, p, &Filters::default()).await;
+        assert_eq!(r.mode.unwrap().to_string(), "hnsw");
+        assert_eq!(r.returned, 150);
+        // The walks' own ef_search does not outlive them.
+        assert_eq!(ef, "10");
+        let ids: HashSet<&String> = r.candidates.iter().map(|(id, _)| id).collect();
+        assert_eq!(ids.len(), r.candidates.len(), "each row once");
+        for (k, (got, before)) in r.candidates.iter().zip(&one.candidates).enumerate() {
+            assert!(
+                got.1 >= before.1 - 1e-9,
+                "rank {k}: {} < {}",
+                got.1,
+                before.1
+            );
+            if k > 0 {
+                assert!(r.candidates[k - 1].1 >= got.1, "sorted by score");
+            }
+        }
+    }
+    // Each domain's graph is small here: its walk at 400 is exhaustive, so
+    // the walks together find the exact top 10.
+    let (r, _) = semantic_alone(&mut c, &v, &variants[1], &Filters::default()).await;
+    let top: Vec<f64> = r.candidates.iter().take(10).map(|(_, s)| *s).collect();
+    for (got, want) in top.iter().zip(&exact) {
+        assert!((got - want).abs() < 1e-6, "{top:?} against {exact:?}");
+    }
+    // Each domain's walk keeps the request's other filters.
+    let f = Filters {
+        in_stock_only: true,
+        min_rating: Some(4.0),
+        ..Default::default()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &variants[1], &f).await;
+    assert_eq!(r.returned, 150);
+    let ids: Vec<String> = r.candidates.iter().map(|(id, _)| id.clone()).collect();
+    let bad: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection
+             WHERE product_id = ANY ($1) AND NOT (in_stock AND rating >= 4.0)",
+            &[&ids],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(bad, 0);
+}

@@ -74,7 +74,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 250)]
     kill_every_ms: u64,
     /// Also sweep profile values with direct arm calls: `semantic`
-    /// (hnsw_ef_search, semantic_exact_threshold), `lexical`
+    /// (hnsw_ef_search, semantic_overfetch, semantic_domain_walk_ef,
+    /// semantic_exact_threshold), `lexical`
     /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
     /// unbounded cascade), `perfect` (trigram_perfect_first off and on,
     /// interleaved query by query); several with commas; alone, all four.
@@ -378,7 +379,7 @@ async fn bench_size(
     }
 
     let mut stats: BTreeMap<&'static str, ShapeStats> = BTreeMap::new();
-    let mut truth: HashMap<(usize, usize), Vec<String>> = HashMap::new();
+    let mut truth: HashMap<(usize, usize), Vec<(String, f64)>> = HashMap::new();
     for (si, shape) in SHAPES.iter().enumerate() {
         let st = stats.entry(shape).or_default();
         for (qi, q) in queries.iter().enumerate() {
@@ -439,7 +440,7 @@ async fn bench_size(
                     .push(r);
                 st.eligible
                     .push(bench::eligible_count(&direct_client, &elig).await? as f64);
-                truth.insert((si, qi), top);
+                truth.insert((si, qi), scored);
             }
         }
         eprintln!("  {shape}: {} queries done", queries.len());
@@ -668,15 +669,23 @@ async fn sweep(
     embedder: &dyn Embedder,
     shapes: &ShapeBuilder,
     queries: &[BenchQuery],
-    truth: &HashMap<(usize, usize), Vec<String>>,
+    truth: &HashMap<(usize, usize), Vec<(String, f64)>>,
     base: &RetrievalProfile,
 ) -> Result<Value> {
     let n = args.recall_queries.min(queries.len());
     let mut rows = Vec::new();
     println!("\nsweep (direct arm calls; semantic over {n} queries/shape, lexical over {} queries/shape)", queries.len());
     println!(
-        "{:<26} {:>6} {:<16} {:>8} {:>8} {:>8} {:>9}",
-        "parameter", "value", "shape", "p50 ms", "p95 ms", "R@10", "cut/short"
+        "{:<26} {:>6} {:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "parameter",
+        "value",
+        "shape",
+        "p50 ms",
+        "p95 ms",
+        "R@10",
+        "R@10 tie",
+        "R@10 min",
+        "cut/short"
     );
     let wants = |arm: &str| {
         args.sweep
@@ -690,6 +699,26 @@ async fn sweep(
             ef,
             RetrievalProfile {
                 hnsw_ef_search: ef,
+                ..base.clone()
+            },
+        ));
+    }
+    for rows in [400, 800, 1_500] {
+        variants.push((
+            "semantic_overfetch",
+            rows,
+            RetrievalProfile {
+                semantic_overfetch: rows,
+                ..base.clone()
+            },
+        ));
+    }
+    for ef in [40, 100, 200, 400] {
+        variants.push((
+            "semantic_domain_walk_ef",
+            ef,
+            RetrievalProfile {
+                semantic_domain_walk_ef: ef,
                 ..base.clone()
             },
         ));
@@ -720,7 +749,7 @@ async fn sweep(
     });
     for (param, value, p) in &variants {
         for (si, shape) in SHAPES.iter().enumerate() {
-            let (mut ms, mut rec, mut bad) = (Vec::new(), Vec::new(), 0usize);
+            let (mut ms, mut rec, mut ties, mut bad) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
             let mut routes: BTreeMap<String, usize> = BTreeMap::new();
             if *param == "lexical_scan_budget" {
                 for q in queries {
@@ -738,7 +767,9 @@ async fn sweep(
                     let r = bench::semantic_only(client, &elig, &v, p).await?;
                     ms.push(r.ms);
                     if let Some(t) = truth.get(&(si, qi)) {
-                        rec.push(bench::recall_at(&r.candidates, t, 10));
+                        let ids: Vec<String> = t.iter().map(|(id, _)| id.clone()).collect();
+                        rec.push(bench::recall_at(&r.candidates, &ids, 10));
+                        ties.push(bench::recall_at_score(&r.candidates, t, 10));
                     }
                     let enough = r.eligible_estimate.unwrap_or(0).min(r.limit);
                     if (r.returned as i64) < enough {
@@ -751,18 +782,21 @@ async fn sweep(
             }
             let x = s(&ms);
             println!(
-                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8.4} {:>9}",
+                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8.4} {:>8.4} {:>8.2} {:>9}",
                 param,
                 value,
                 shape,
                 x.p50,
                 x.p95,
                 mean(&rec),
+                mean(&ties),
+                min(&rec),
                 bad
             );
             rows.push(
                 json!({"parameter": param, "value": value, "shape": shape, "ms": x,
-                             "recall_at_10_mean": mean(&rec), "budget_cut_or_short": bad,
+                             "recall_at_10_mean": mean(&rec), "recall_at_10_ties_mean": mean(&ties),
+                             "recall_at_10_min": min(&rec), "budget_cut_or_short": bad,
                              "routes": routes}),
             );
         }

@@ -59,6 +59,16 @@ pub struct RetrievalProfile {
     pub hnsw_ef_search: i64,
     /// `hnsw.max_scan_tuples` for iterative scans on the HNSW route.
     pub hnsw_max_scan_tuples: i64,
+    /// Rows the HNSW route's walk of the whole catalog's graph returns
+    /// (semantic_limit..=hnsw_max_scan_tuples); the arm keeps the best
+    /// `semantic_limit` of them by exact distance. Past `hnsw_ef_search`
+    /// the iterative scan walks on beyond its first candidate list.
+    pub semantic_overfetch: i64,
+    /// 0: off. Otherwise, when the filters do not hold the search to one
+    /// domain, the HNSW route also walks each domain's own graph (the
+    /// per-domain indexes) with this `hnsw.ef_search`, and keeps the best
+    /// `semantic_limit` rows of all the walks by exact distance.
+    pub semantic_domain_walk_ef: i64,
     /// Reciprocal rank fusion constant k.
     pub rrf_k: f64,
     /// Fused candidates kept in the pool (and receipt).
@@ -172,6 +182,8 @@ impl Default for RetrievalProfile {
             // a broad filter at 10k and +3 ms unfiltered at 100k (paired runs, hashing vectors).
             hnsw_ef_search: 400,
             hnsw_max_scan_tuples: 20_000,
+            semantic_overfetch: 150,
+            semantic_domain_walk_ef: 0,
             rrf_k: 60.0,
             pool_size: 50,
             rerank_candidates: 50,
@@ -254,7 +266,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 25] = [
+        let checks: [(bool, &str); 27] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -320,6 +332,15 @@ impl RetrievalProfile {
             (
                 self.hnsw_max_scan_tuples >= self.semantic_limit,
                 "hnsw_max_scan_tuples must be >= semantic_limit",
+            ),
+            (
+                (self.semantic_limit..=self.hnsw_max_scan_tuples)
+                    .contains(&self.semantic_overfetch),
+                "semantic_overfetch must be semantic_limit..=hnsw_max_scan_tuples",
+            ),
+            (
+                (0..=1000).contains(&self.semantic_domain_walk_ef),
+                "semantic_domain_walk_ef must be 0..1000",
             ),
             (self.rrf_k > 0.0, "rrf_k must be positive"),
             (

@@ -25,6 +25,7 @@ pub const TRIGRAM_SQL: &str = include_str!("sql/trigram.sql");
 pub const ELIGIBLE_COUNT_SQL: &str = include_str!("sql/eligible_count.sql");
 pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
+pub const DOMAINS_SQL: &str = include_str!("sql/domains.sql");
 pub const EXACT_IDENTIFIER_SQL: &str = include_str!("sql/exact_identifier.sql");
 pub const METADATA_ONLY_SQL: &str = include_str!("sql/metadata_only.sql");
 pub const ELIGIBLE_AMONG_SQL: &str = include_str!("sql/eligible_among.sql");
@@ -264,6 +265,7 @@ pub fn identity_query(q: &str) -> bool {
 }
 
 /// Bound parameters $1..$10 of the eligibility predicate.
+#[derive(Clone)]
 pub struct Eligibility {
     domain: Option<String>,
     category_key: Option<String>,
@@ -798,12 +800,7 @@ pub async fn semantic<C: GenericClient>(
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
-        let mut c = to_cands(
-            db.query(SEMANTIC_HNSW_SQL, &elig.params(&[vector, &limit]))
-                .await?,
-        );
-        // relaxed_order: re-sort the materialised top-k by score.
-        c.sort_by(best_first);
+        let c = graph_walks(db, elig, vector, profile).await?;
         if (c.len() as i64) < limit {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
@@ -818,6 +815,67 @@ pub async fn semantic<C: GenericClient>(
     let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
     Ok(arm)
+}
+
+/// The HNSW route: the walk of the whole catalog's graph (or of the one
+/// domain's graph a domain filter selects), `semantic_overfetch` rows deep,
+/// and with `semantic_domain_walk_ef` the walks of each domain's graph too;
+/// the best `semantic_limit` rows of all of them by exact distance.
+///
+/// A walk can settle among near-duplicate products far from the query's
+/// true neighbours (a cluster larger than the walk's candidate list holds
+/// it); a longer walk or a walk of a smaller graph can leave or avoid it.
+/// Every row carries its exact distance, so adding walks only ever replaces
+/// a row with a nearer one.
+async fn graph_walks<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    vector: &Vector,
+    profile: &RetrievalProfile,
+) -> Result<Vec<(String, f64)>, tokio_postgres::Error> {
+    let walk = |e: Eligibility, rows: i64| async move {
+        let found = db
+            .query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
+            .await?;
+        Ok::<_, tokio_postgres::Error>(
+            found
+                .iter()
+                .map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1)))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut c = walk(elig.clone(), profile.semantic_overfetch).await?;
+    if profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() {
+        let domains: Vec<String> = db
+            .query(DOMAINS_SQL, &[])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        // SET LOCAL for these walks, then back: only HNSW scans read it.
+        let ef = |v: i64| async move {
+            db.execute(
+                "SELECT set_config('hnsw.ef_search', $1, true)",
+                &[&v.to_string()],
+            )
+            .await
+        };
+        ef(profile.semantic_domain_walk_ef).await?;
+        for d in domains {
+            let e = Eligibility {
+                domain: Some(d),
+                ..elig.clone()
+            };
+            c.extend(walk(e, profile.semantic_limit).await?);
+        }
+        ef(profile.hnsw_ef_search).await?;
+    }
+    // relaxed_order and several walks: re-sort by score, keep each row once.
+    c.sort_by(best_first);
+    let mut seen = std::collections::HashSet::new();
+    c.retain(|(id, _)| seen.insert(id.clone()));
+    c.truncate(profile.semantic_limit as usize);
+    Ok(c)
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
