@@ -1347,7 +1347,8 @@ async fn the_trigram_arm_serves_pg_trgms_scores_best_first_ascii_or_not() {
 }
 
 /// The semantic arm alone, in a read-only transaction with the service's
-/// settings; also what `hnsw.ef_search` is once the arm is done.
+/// settings; also `hnsw.ef_search` and `hnsw.max_scan_tuples` once the arm
+/// is done.
 async fn semantic_alone(
     c: &mut Client,
     v: &pgvector::Vector,
@@ -1359,7 +1360,10 @@ async fn semantic_alone(
     arms::apply_settings(&tx, p).await.unwrap();
     let r = arms::semantic(&tx, &elig, v, p).await.unwrap();
     let ef: String = tx
-        .query_one("SHOW hnsw.ef_search", &[])
+        .query_one(
+            "SELECT current_setting('hnsw.ef_search') || ' ' || current_setting('hnsw.max_scan_tuples')",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
@@ -1414,8 +1418,8 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
         let (r, ef) = semantic_alone(&mut c, &v, p, &Filters::default()).await;
         assert_eq!(r.mode.unwrap().to_string(), "hnsw");
         assert_eq!(r.returned, 150);
-        // The walks' own ef_search does not outlive them.
-        assert_eq!(ef, "10");
+        // The domain walks' own settings do not outlive them.
+        assert_eq!(ef, "10 20000");
         let ids: HashSet<&String> = r.candidates.iter().map(|(id, _)| id).collect();
         assert_eq!(ids.len(), r.candidates.len(), "each row once");
         for (k, (got, before)) in r.candidates.iter().zip(&one.candidates).enumerate() {

@@ -852,23 +852,28 @@ async fn graph_walks<C: GenericClient>(
             .iter()
             .map(|r| r.get(0))
             .collect();
-        // SET LOCAL for these walks, then back: only HNSW scans read it.
-        let ef = |v: i64| async move {
+        // SET LOCAL for these walks, then back: only HNSW scans read them.
+        // Each domain walk stops at its first candidate list (a scan budget
+        // of one tuple ends the iterative scan there): under a filter it
+        // brings the eligible rows among them, and never walks on looking
+        // for more, which the whole catalog's walk already does.
+        let walk_settings = |ef: i64, tuples: i64| async move {
             db.execute(
-                "SELECT set_config('hnsw.ef_search', $1, true)",
-                &[&v.to_string()],
+                "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true)",
+                &[&ef.to_string(), &tuples.to_string()],
             )
             .await
         };
-        ef(profile.semantic_domain_walk_ef).await?;
+        walk_settings(profile.semantic_domain_walk_ef, 1).await?;
+        let rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
         for d in domains {
             let e = Eligibility {
                 domain: Some(d),
                 ..elig.clone()
             };
-            c.extend(walk(e, profile.semantic_limit).await?);
+            c.extend(walk(e, rows).await?);
         }
-        ef(profile.hnsw_ef_search).await?;
+        walk_settings(profile.hnsw_ef_search, profile.hnsw_max_scan_tuples).await?;
     }
     // relaxed_order and several walks: re-sort by score, keep each row once.
     c.sort_by(best_first);
