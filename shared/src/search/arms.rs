@@ -800,8 +800,8 @@ pub async fn semantic<C: GenericClient>(
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
-        let c = graph_walks(db, elig, vector, profile).await?;
-        if (c.len() as i64) < limit {
+        let (c, first_walk_filled) = graph_walks(db, elig, vector, profile).await?;
+        if !first_walk_filled {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
             // complete the arm with an exact scan rather than underfill.
@@ -826,13 +826,15 @@ pub async fn semantic<C: GenericClient>(
 /// true neighbours (a cluster larger than the walk's candidate list holds
 /// it); a longer walk or a walk of a smaller graph can leave or avoid it.
 /// Every row carries its exact distance, so adding walks only ever replaces
-/// a row with a nearer one.
+/// a row with a nearer one. Also whether the first walk alone filled the
+/// limit: the domain walks stop early, so rows they add do not show that
+/// the iterative scan found every eligible row it should have.
 async fn graph_walks<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     vector: &Vector,
     profile: &RetrievalProfile,
-) -> Result<Vec<(String, f64)>, tokio_postgres::Error> {
+) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move {
         let found = db
             .query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
@@ -845,6 +847,7 @@ async fn graph_walks<C: GenericClient>(
         )
     };
     let mut c = walk(elig.clone(), profile.semantic_overfetch).await?;
+    let filled = c.len() as i64 >= profile.semantic_limit;
     if profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() {
         let domains: Vec<String> = db
             .query(DOMAINS_SQL, &[])
@@ -880,7 +883,7 @@ async fn graph_walks<C: GenericClient>(
     let mut seen = std::collections::HashSet::new();
     c.retain(|(id, _)| seen.insert(id.clone()));
     c.truncate(profile.semantic_limit as usize);
-    Ok(c)
+    Ok((c, filled))
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
