@@ -370,7 +370,7 @@ pub async fn exact_top_scored(
     let rows = client
         .query(arms::SEMANTIC_EXACT_SQL, &elig.params(&[vector, &k]))
         .await?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    Ok(arms::scored(&rows))
 }
 
 /// recall@k of `got` (ranked ids) against `truth` (the exact top k).

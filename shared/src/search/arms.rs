@@ -473,8 +473,7 @@ pub async fn lexical_understood<C: GenericClient>(
         }
         let rows = db.query(sql, &elig.params(&extra)).await?;
         let matched: i64 = rows.first().map_or(0, |r| r.get(2));
-        let cands: Vec<(String, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        Ok::<_, tokio_postgres::Error>((cands, matched))
+        Ok::<_, tokio_postgres::Error>((scored(&rows), matched))
     };
     // Strict: the query as written (websearch syntax: quotes, -negation, or).
     let (mut cands, mut matched) = run(LEXICAL_SQL, query.to_string(), None).await?;
@@ -787,13 +786,10 @@ pub async fn semantic<C: GenericClient>(
         .query_one(ELIGIBLE_COUNT_SQL, &elig.params(&[&probe]))
         .await?
         .get(0);
-    let to_cands = |rows: Vec<tokio_postgres::Row>| -> Vec<(String, f64)> {
-        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
-    };
     let exact = || async {
         db.query(SEMANTIC_EXACT_SQL, &elig.params(&[vector, &limit]))
             .await
-            .map(to_cands)
+            .map(|rows| scored(&rows))
     };
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
@@ -836,15 +832,9 @@ async fn graph_walks<C: GenericClient>(
     profile: &RetrievalProfile,
 ) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move {
-        let found = db
-            .query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
-            .await?;
-        Ok::<_, tokio_postgres::Error>(
-            found
-                .iter()
-                .map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1)))
-                .collect::<Vec<_>>(),
-        )
+        db.query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
+            .await
+            .map(|found| scored(&found))
     };
     let mut c = walk(elig.clone(), profile.semantic_overfetch).await?;
     let filled = c.len() as i64 >= profile.semantic_limit;
@@ -916,6 +906,12 @@ pub async fn eligible_among<C: GenericClient>(
     ids: &[String],
 ) -> Result<Vec<String>, tokio_postgres::Error> {
     product_ids(db, ELIGIBLE_AMONG_SQL, elig, &ids).await
+}
+
+/// An arm statement's rows as candidates: the product id (first column)
+/// and its score (second).
+pub fn scored(rows: &[tokio_postgres::Row]) -> Vec<(String, f64)> {
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
 /// The first column of a statement that takes the eligibility parameters
