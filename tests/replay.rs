@@ -10,7 +10,7 @@ use mosaic::rerank::local::LocalReranker;
 use mosaic::scope::explain_retrieval;
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
-use mosaic_integration_tests::{ctx, TestDb};
+use mosaic_integration_tests::{a_brand, ctx, misspelt, TestDb};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -230,21 +230,9 @@ async fn route(c: &Ctx, who: &Principal, method: &str, path: &str) -> (u16, Vec<
 #[tokio::test]
 async fn a_correction_that_changed_is_listed_in_the_replay_diff() {
     let db = TestDb::with_sample("replay_correction").await;
-    let owner = db.owner().await;
     // A brand of letters only, misspelt by one dropped letter.
-    let brand: String = owner
-        .query(
-            "SELECT DISTINCT lower(brand) FROM catalog.products
-             WHERE length(brand) >= 7 AND brand ~ '^[A-Za-z]+$' ORDER BY 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get::<_, String>(0))
-        .find(|b| !mosaic::search::understand::is_english(b))
-        .expect("a brand that is no English word");
-    let typo = format!("{}{}", &brand[..3], &brand[4..]);
+    let (_, brand, _) = a_brand(&db).await;
+    let typo = misspelt(&brand);
     let recorded = serving(&db, RetrievalProfile::default());
     let body = json!({"query": format!("{typo} headphones"), "limit": 10, "rerank": false});
     let (event, _) = searched(&recorded, &alice(), body).await;

@@ -8,7 +8,7 @@
 use mosaic::scope::explain_retrieval;
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Principal, RetrievalProfile};
-use mosaic_integration_tests::{add_product_titled, ctx, served, TestDb};
+use mosaic_integration_tests::{a_brand, add_product_titled, ctx, misspelt, served, TestDb};
 use serde_json::{json, Value};
 
 fn alice() -> Principal {
@@ -19,35 +19,6 @@ async fn search(c: &Ctx, body: Value) -> Value {
     search_json(c, &alice(), &body, Shape::Nested)
         .await
         .expect("search")
-}
-
-/// A brand of the sample catalog that is no English word, with the
-/// category of one of its products: (brand as written, brand lower case,
-/// a category word).
-async fn a_brand(db: &TestDb) -> (String, String, String) {
-    let owner = db.owner().await;
-    let rows = owner
-        .query(
-            "SELECT DISTINCT p.brand, split_part(p.category_key, '_', 1) AS word
-             FROM catalog.products p
-             WHERE length(p.brand) >= 7 AND p.brand ~ '^[A-Za-z]+$'
-             ORDER BY p.brand, word",
-            &[],
-        )
-        .await
-        .unwrap();
-    rows.iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-        .find(|(b, _)| !mosaic::search::understand::is_english(&b.to_lowercase()))
-        .map(|(b, w)| (b.clone(), b.to_lowercase(), w))
-        .expect("the sample catalog has a brand that is no English word")
-}
-
-/// `word` with its fourth letter dropped: one edit away.
-fn misspelt(word: &str) -> String {
-    let mut w: Vec<char> = word.chars().collect();
-    w.remove(3);
-    w.into_iter().collect()
 }
 
 #[tokio::test]

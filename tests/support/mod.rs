@@ -293,6 +293,35 @@ pub async fn add_product_titled(db: &TestDb, id: &str, word: &str) {
     tx.commit().await.expect("commit");
 }
 
+/// A brand of the sample catalog that is no English word, with the
+/// category of one of its products: (brand as written, brand lower case,
+/// a category word).
+pub async fn a_brand(db: &TestDb) -> (String, String, String) {
+    let owner = db.owner().await;
+    let rows = owner
+        .query(
+            "SELECT DISTINCT p.brand, split_part(p.category_key, '_', 1) AS word
+             FROM catalog.products p
+             WHERE length(p.brand) >= 7 AND p.brand ~ '^[A-Za-z]+$'
+             ORDER BY p.brand, word",
+            &[],
+        )
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .find(|(b, _)| !mosaic::search::understand::is_english(&b.to_lowercase()))
+        .map(|(b, w)| (b.clone(), b.to_lowercase(), w))
+        .expect("the sample catalog has a brand that is no English word")
+}
+
+/// `word` with its fourth letter dropped: one edit away.
+pub fn misspelt(word: &str) -> String {
+    let mut w: Vec<char> = word.chars().collect();
+    w.remove(3);
+    w.into_iter().collect()
+}
+
 /// The product ids a search response (as JSON) served, in served order.
 pub fn served(r: &serde_json::Value) -> Vec<String> {
     r["results"]
