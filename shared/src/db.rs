@@ -59,6 +59,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_receipt_retention.sql"),
     migration!(13, "0013_receipt_replay.sql"),
     migration!(14, "0014_query_vocabulary.sql"),
+    migration!(15, "0015_semantic_probe.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
