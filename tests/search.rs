@@ -1411,12 +1411,13 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
         },
         RetrievalProfile {
             semantic_domain_walk_ef: 400,
+            semantic_domain_walk_min_rows: 0,
             ..narrow.clone()
         },
     ];
-    for p in &variants {
+    for (p, mode) in variants.iter().zip(["hnsw", "hnsw_domain_walks"]) {
         let (r, ef) = semantic_alone(&mut c, &v, p, &Filters::default()).await;
-        assert_eq!(r.mode.unwrap().to_string(), "hnsw");
+        assert_eq!(r.mode.unwrap().to_string(), mode);
         assert_eq!(r.returned, 150);
         // The domain walks' own settings do not outlive them.
         assert_eq!(ef, "10 20000");
@@ -1460,4 +1461,79 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
         .unwrap()
         .get(0);
     assert_eq!(bad, 0);
+}
+
+#[tokio::test]
+async fn domain_walks_are_left_out_where_they_cannot_help() {
+    let db = TestDb::with_sample("domain_walks_left_out").await;
+    let mut c = db.owner().await;
+    let products: i64 = c
+        .query_one("SELECT count(*) FROM search.product_projection", &[])
+        .await
+        .unwrap()
+        .get(0);
+    c.execute("ANALYZE search.product_projection", &[])
+        .await
+        .unwrap();
+    let v: pgvector::Vector = c
+        .query_one(
+            "SELECT embedding FROM search.product_projection ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    // The HNSW route whatever the filter's selectivity.
+    let walks = RetrievalProfile {
+        semantic_exact_threshold: 0,
+        semantic_domain_walk_ef: 40,
+        semantic_domain_walk_min_rows: 0,
+        ..Default::default()
+    };
+    let mode = |r: &arms::ArmResult| r.mode.unwrap().to_string();
+    let (r, _) = semantic_alone(&mut c, &v, &walks, &Filters::default()).await;
+    assert_eq!(mode(&r), "hnsw_domain_walks");
+    // A catalog below the size the walks start at.
+    let small = RetrievalProfile {
+        semantic_domain_walk_min_rows: products + 1,
+        ..walks.clone()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &small, &Filters::default()).await;
+    assert_eq!(mode(&r), "hnsw");
+    let at_size = RetrievalProfile {
+        semantic_domain_walk_min_rows: products,
+        ..walks.clone()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &at_size, &Filters::default()).await;
+    assert_eq!(mode(&r), "hnsw_domain_walks");
+    // Filters that confine the search to one domain's products.
+    let row = c
+        .query_one(
+            "SELECT domain, category_key FROM search.product_projection ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (domain, category): (String, String) = (row.get(0), row.get(1));
+    for f in [
+        Filters {
+            domain: Some(domain.clone()),
+            ..Default::default()
+        },
+        Filters {
+            category_key: Some(category.clone()),
+            ..Default::default()
+        },
+    ] {
+        let (r, _) = semantic_alone(&mut c, &v, &walks, &f).await;
+        assert_eq!(mode(&r), "hnsw", "{f:?}");
+        assert!(r.returned > 0, "{f:?}");
+    }
+    // A filter that does not: the walks keep it.
+    let f = Filters {
+        in_stock_only: true,
+        ..Default::default()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &walks, &f).await;
+    assert_eq!(mode(&r), "hnsw_domain_walks");
 }

@@ -713,7 +713,7 @@ async fn sweep(
             },
         ));
     }
-    for ef in [40, 100, 200, 400] {
+    for ef in [0, 40, 100, 200] {
         variants.push((
             "semantic_domain_walk_ef",
             ef,

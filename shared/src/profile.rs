@@ -64,12 +64,16 @@ pub struct RetrievalProfile {
     /// `semantic_limit` of them by exact distance. Past `hnsw_ef_search`
     /// the iterative scan walks on beyond its first candidate list.
     pub semantic_overfetch: i64,
-    /// 0: off. Otherwise, when the filters do not hold the search to one
-    /// domain, the HNSW route also walks each domain's own graph (the
+    /// 0: off. Otherwise, when the filters hold the search to no domain or
+    /// category, the HNSW route also walks each domain's own graph (the
     /// per-domain indexes) with this `hnsw.ef_search`, each walk ending at
     /// its first candidate list, and keeps the best `semantic_limit` rows
     /// of all the walks by exact distance.
     pub semantic_domain_walk_ef: i64,
+    /// Products in the catalog (the planner's row estimate of the
+    /// projection) below which the domain walks are left out: one walk of
+    /// a smaller catalog's graph already finds its true neighbours.
+    pub semantic_domain_walk_min_rows: i64,
     /// Reciprocal rank fusion constant k.
     pub rrf_k: f64,
     /// Fused candidates kept in the pool (and receipt).
@@ -196,6 +200,7 @@ impl Default for RetrievalProfile {
             // recall 1.0 without them; catalogs of 100k products or more that need the recall
             // should set 40 (or 100: 0.991 unfiltered).
             semantic_domain_walk_ef: 0,
+            semantic_domain_walk_min_rows: 50_000,
             rrf_k: 60.0,
             pool_size: 50,
             rerank_candidates: 50,
@@ -278,7 +283,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 27] = [
+        let checks: [(bool, &str); 28] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -353,6 +358,10 @@ impl RetrievalProfile {
             (
                 (0..=1000).contains(&self.semantic_domain_walk_ef),
                 "semantic_domain_walk_ef must be 0..1000",
+            ),
+            (
+                self.semantic_domain_walk_min_rows >= 0,
+                "semantic_domain_walk_min_rows must be >= 0",
             ),
             (self.rrf_k > 0.0, "rrf_k must be positive"),
             (

@@ -79,6 +79,9 @@ pub enum LexicalMode {
 pub enum SemanticRoute {
     Exact,
     Hnsw,
+    /// The walk of the whole catalog's graph and of each domain's graph
+    /// (`semantic_domain_walk_ef`), merged by exact distance.
+    HnswDomainWalks,
     /// The HNSW scan stopped short of the limit; an exact scan completed it.
     HnswUnderfilledThenExact,
 }
@@ -115,6 +118,7 @@ impl std::fmt::Display for ArmMode {
             ArmMode::Lexical(LexicalMode::Backoff { .. }) => "backoff_any_term",
             ArmMode::Semantic(SemanticRoute::Exact) => "exact",
             ArmMode::Semantic(SemanticRoute::Hnsw) => "hnsw",
+            ArmMode::Semantic(SemanticRoute::HnswDomainWalks) => "hnsw_domain_walks",
             ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenExact) => {
                 "hnsw_underfilled_then_exact"
             }
@@ -796,7 +800,7 @@ pub async fn semantic<C: GenericClient>(
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
-        let (c, first_walk_filled) = graph_walks(db, elig, vector, profile).await?;
+        let (c, first_walk_filled, domain_walks) = graph_walks(db, elig, vector, profile).await?;
         if !first_walk_filled {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
@@ -804,6 +808,8 @@ pub async fn semantic<C: GenericClient>(
             let c = exact().await?;
             let v = verdict(c.len(), limit);
             (c, SemanticRoute::HnswUnderfilledThenExact, v)
+        } else if domain_walks {
+            (c, SemanticRoute::HnswDomainWalks, Verdict::Full)
         } else {
             (c, SemanticRoute::Hnsw, Verdict::Full)
         }
@@ -822,15 +828,20 @@ pub async fn semantic<C: GenericClient>(
 /// true neighbours (a cluster larger than the walk's candidate list holds
 /// it); a longer walk or a walk of a smaller graph can leave or avoid it.
 /// Every row carries its exact distance, so adding walks only ever replaces
-/// a row with a nearer one. Also whether the first walk alone filled the
-/// limit: the domain walks stop early, so rows they add do not show that
-/// the iterative scan found every eligible row it should have.
+/// a row with a nearer one. The domain walks are left out where they cannot
+/// help: under a domain or category filter (the first walk is already
+/// confined to one domain's products) and in catalogs smaller than
+/// `semantic_domain_walk_min_rows`.
+///
+/// Also returns whether the first walk alone filled the limit (the domain
+/// walks stop early, so rows they add do not show that the iterative scan
+/// found every eligible row it should have), and whether domain walks ran.
 async fn graph_walks<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     vector: &Vector,
     profile: &RetrievalProfile,
-) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
+) -> Result<(Vec<(String, f64)>, bool, bool), tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move {
         db.query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
             .await
@@ -838,42 +849,50 @@ async fn graph_walks<C: GenericClient>(
     };
     let mut c = walk(elig.clone(), profile.semantic_overfetch).await?;
     let filled = c.len() as i64 >= profile.semantic_limit;
-    if profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() {
+    let mut walked = false;
+    if profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none() {
         let domains: Vec<String> = db
-            .query(DOMAINS_SQL, &[])
+            .query(DOMAINS_SQL, &[&profile.semantic_domain_walk_min_rows])
             .await?
             .iter()
             .map(|r| r.get(0))
             .collect();
-        // SET LOCAL for these walks, then back: only HNSW scans read them.
-        // Each domain walk stops at its first candidate list (a scan budget
-        // of one tuple ends the iterative scan there): under a filter it
-        // brings the eligible rows among them, and never walks on looking
-        // for more, which the whole catalog's walk already does.
-        let walk_settings = |ef: i64, tuples: i64| async move {
-            db.execute(
-                "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true)",
-                &[&ef.to_string(), &tuples.to_string()],
-            )
-            .await
-        };
-        walk_settings(profile.semantic_domain_walk_ef, 1).await?;
-        let rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
-        for d in domains {
-            let e = Eligibility {
-                domain: Some(d),
-                ..elig.clone()
+        if !domains.is_empty() {
+            // SET LOCAL for these walks, then back: only HNSW scans read
+            // them. Each domain walk stops at its first candidate list (a
+            // scan budget of one tuple ends the iterative scan there): under
+            // a filter it brings the eligible rows among them, and never
+            // walks on looking for more, which the whole catalog's walk
+            // already does.
+            let walk_settings = |ef: i64, tuples: i64| async move {
+                db.execute(
+                    "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true)",
+                    &[&ef.to_string(), &tuples.to_string()],
+                )
+                .await
             };
-            c.extend(walk(e, rows).await?);
+            walk_settings(profile.semantic_domain_walk_ef, 1).await?;
+            let rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
+            // All walks sent at once: the connection pipelines them.
+            let found = futures_util::future::try_join_all(domains.into_iter().map(|d| {
+                let e = Eligibility {
+                    domain: Some(d),
+                    ..elig.clone()
+                };
+                walk(e, rows)
+            }))
+            .await?;
+            c.extend(found.into_iter().flatten());
+            walk_settings(profile.hnsw_ef_search, profile.hnsw_max_scan_tuples).await?;
+            walked = true;
         }
-        walk_settings(profile.hnsw_ef_search, profile.hnsw_max_scan_tuples).await?;
     }
     // relaxed_order and several walks: re-sort by score, keep each row once.
     c.sort_by(best_first);
     let mut seen = std::collections::HashSet::new();
     c.retain(|(id, _)| seen.insert(id.clone()));
     c.truncate(profile.semantic_limit as usize);
-    Ok((c, filled))
+    Ok((c, filled, walked))
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
