@@ -192,14 +192,14 @@ impl Default for RetrievalProfile {
             // 10.5 / 15.4 / 22.4 ms (9.6); a longer walk stays in the cluster it settled in. Off.
             semantic_overfetch: 150,
             // Same sweep: domain walks at 40 / 100 / 200 gave recall@10 0.980 / 0.991 / 0.991
-            // unfiltered (0.877 without) for semantic arm p50 +11 / +17 / +21 ms. Full runs at 40,
-            // off and on in ABBA order (BENCHMARKS.md, "Walking each domain's graph"): recall@10
-            // 0.877 -> 0.980 unfiltered, 0.873 -> 0.964 broad; search p50 unfiltered +9 to +16 ms,
-            // semantic arm p50 under a selective filter +18 to +26 ms for no recall gain. Off by
-            // default: the latency target is missed already, and catalogs of 10k products get
-            // recall 1.0 without them; catalogs of 100k products or more that need the recall
-            // should set 40 (or 100: 0.991 unfiltered).
-            semantic_domain_walk_ef: 0,
+            // unfiltered (0.877 without). Full runs at 100k with the local model, walks off / at 40
+            // / at 100 alternated (BENCHMARKS.md, "Walking each domain's graph"): recall@10 0.877 /
+            // 0.980 / 0.991 unfiltered, 0.873 / 0.964 / 0.976 broad; semantic arm p50 unfiltered
+            // +14 / +21 ms, search p50 +10-13 / +20-24 ms. 40: most of the recall for two thirds
+            // of the cost. Left out under a domain or category filter (the selective shape paid
+            // +18-26 ms for no recall before) and below 50,000 products: at 10k one walk already
+            // has recall 1.0, so smaller catalogs pay nothing.
+            semantic_domain_walk_ef: 40,
             semantic_domain_walk_min_rows: 50_000,
             rrf_k: 60.0,
             pool_size: 50,
