@@ -181,6 +181,96 @@ async fn the_runtime_role_cannot_change_the_catalog_or_rewrite_receipts() {
     denied(&rt, "DELETE FROM receipts.search_candidates").await;
 }
 
+/// A candidate row of receipt `event` at `created_at` (SQL text), as the
+/// receipt write lays it out.
+fn candidate_sql(event: &str, created_at: &str, product: &str) -> String {
+    format!(
+        "INSERT INTO receipts.search_candidates (search_event_id, event_created_at, product_id,
+             pre_rerank_rank, final_rank, granted, match_reason, source_uri, source_revision)
+         SELECT '{event}'::uuid, {created_at}, '{product}', 1, 1, false, 'lexical', 'x', 1"
+    )
+}
+
+#[tokio::test]
+async fn a_candidate_must_name_a_recorded_event_and_an_event_keeps_its_candidates() {
+    let db = TestDb::with_sample("candidate_check").await;
+    let rt = db.runtime().await;
+    let event = "00000000-0000-4000-8000-000000000002";
+    rt.batch_execute(&format!(
+        "INSERT INTO receipts.search_events (search_event_id, principal, applied_filters, strategy, pool_size,
+             result_limit, authorized_limit, served_count, rerank_status, models, arms, timings_ms, warnings, profile)
+         VALUES ('{event}', 'anonymous', '{{}}', 'hybrid', 1, 10, 10, 0, 'skipped', '{{}}', '{{}}', '{{}}', '[]', '{{}}')"
+    ))
+    .await
+    .unwrap();
+    let created = format!(
+        "(SELECT created_at FROM receipts.search_events WHERE search_event_id = '{event}')"
+    );
+    rt.batch_execute(&candidate_sql(event, &created, "P0000001"))
+        .await
+        .unwrap();
+    let refused = |sql: String| {
+        let rt = &rt;
+        async move {
+            let err = rt.batch_execute(&sql).await.expect_err(&sql);
+            assert_eq!(
+                err.code(),
+                Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION),
+                "{sql}: {err}"
+            );
+        }
+    };
+    // An event that was never recorded, and a recorded event's id at
+    // another time.
+    refused(candidate_sql(
+        "00000000-0000-4000-8000-0000000000ff",
+        "now()",
+        "P0000002",
+    ))
+    .await;
+    refused(candidate_sql(
+        event,
+        &format!("{created} - interval '1 second'"),
+        "P0000002",
+    ))
+    .await;
+    // One bad row refuses the whole statement.
+    refused(format!(
+        "{} UNION ALL SELECT '00000000-0000-4000-8000-0000000000ff'::uuid, now(), 'P0000004', 1, 1, false, 'lexical', 'x', 1",
+        candidate_sql(event, &created, "P0000003")
+    ))
+    .await;
+    let n: i64 = rt
+        .query_one(
+            "SELECT count(*) FROM receipts.search_candidates WHERE search_event_id = $1::text::uuid",
+            &[&event],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "only the first candidate was written");
+    // The owner cannot delete an event before its candidates.
+    let owner = db.owner().await;
+    let err = owner
+        .batch_execute(&format!(
+            "DELETE FROM receipts.search_events WHERE search_event_id = '{event}'"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION),
+        "{err}"
+    );
+    owner
+        .batch_execute(&format!(
+            "DELETE FROM receipts.search_candidates WHERE search_event_id = '{event}';
+             DELETE FROM receipts.search_events WHERE search_event_id = '{event}'"
+        ))
+        .await
+        .unwrap();
+}
+
 async fn catalog_digest(c: &Client) -> (i64, i64, String) {
     let row = c
         .query_one(

@@ -60,6 +60,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(13, "0013_receipt_replay.sql"),
     migration!(14, "0014_query_vocabulary.sql"),
     migration!(15, "0015_semantic_probe.sql"),
+    migration!(16, "0016_receipt_candidate_check.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
