@@ -786,10 +786,10 @@ pub async fn semantic<C: GenericClient>(
     let t = std::time::Instant::now();
     let limit = profile.semantic_limit;
     let probe = profile.semantic_exact_threshold + 1;
-    let eligible: i64 = db
+    let counted = db
         .query_one(ELIGIBLE_COUNT_SQL, &elig.params(&[&probe]))
-        .await?
-        .get(0);
+        .await?;
+    let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
     let exact = || async {
         db.query(SEMANTIC_EXACT_SQL, &elig.params(&[vector, &limit]))
             .await
@@ -800,7 +800,8 @@ pub async fn semantic<C: GenericClient>(
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
-        let (c, first_walk_filled, domain_walks) = graph_walks(db, elig, vector, profile).await?;
+        let (c, first_walk_filled, domain_walks) =
+            graph_walks(db, elig, vector, profile, catalog_rows).await?;
         if !first_walk_filled {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
@@ -830,8 +831,8 @@ pub async fn semantic<C: GenericClient>(
 /// Every row carries its exact distance, so adding walks only ever replaces
 /// a row with a nearer one. The domain walks are left out where they cannot
 /// help: under a domain or category filter (the first walk is already
-/// confined to one domain's products) and in catalogs smaller than
-/// `semantic_domain_walk_min_rows`.
+/// confined to one domain's products) and in catalogs (`catalog_rows`, the
+/// probe's estimate) smaller than `semantic_domain_walk_min_rows`.
 ///
 /// Also returns whether the first walk alone filled the limit (the domain
 /// walks stop early, so rows they add do not show that the iterative scan
@@ -841,6 +842,7 @@ async fn graph_walks<C: GenericClient>(
     elig: &Eligibility,
     vector: &Vector,
     profile: &RetrievalProfile,
+    catalog_rows: i64,
 ) -> Result<(Vec<(String, f64)>, bool, bool), tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move {
         db.query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
@@ -850,9 +852,13 @@ async fn graph_walks<C: GenericClient>(
     let mut c = walk(elig.clone(), profile.semantic_overfetch).await?;
     let filled = c.len() as i64 >= profile.semantic_limit;
     let mut walked = false;
-    if profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none() {
+    if profile.semantic_domain_walk_ef > 0
+        && catalog_rows >= profile.semantic_domain_walk_min_rows
+        && elig.domain.is_none()
+        && elig.category_key.is_none()
+    {
         let domains: Vec<String> = db
-            .query(DOMAINS_SQL, &[&profile.semantic_domain_walk_min_rows])
+            .query(DOMAINS_SQL, &[])
             .await?
             .iter()
             .map(|r| r.get(0))

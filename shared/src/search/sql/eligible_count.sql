@@ -1,6 +1,11 @@
 -- Selectivity probe of the semantic arm: eligible embedded rows, counted
--- only up to $11 (threshold + 1), so the probe's cost is bounded.
-SELECT count(*) FROM (
+-- only up to $11 (threshold + 1), so the probe's cost is bounded; and the
+-- catalog's size by the planner's estimate (never analysed: 0), which
+-- decides whether the HNSW route also walks each domain's graph.
+SELECT count(*),
+       (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
+        WHERE c.oid = 'search.product_projection'::regclass)
+FROM (
     SELECT 1
     FROM search.product_projection pp
     WHERE pp.embedding IS NOT NULL
