@@ -332,6 +332,69 @@ async fn two_generator_runs_with_one_seed_give_identical_catalogs() {
     assert!(digests[0].1 >= 15_000, "{} evidence units", digests[0].1);
 }
 
+/// The catalog's term statistics differ from a recount over every
+/// projection row: lexemes (recounted with `ts_stat`), vocabulary words
+/// (recounted with the words' definition of migration 0014) and the
+/// catalog row. Returns what differs, empty when nothing does.
+async fn terms_against_a_recount(c: &tokio_postgres::Client) -> Vec<String> {
+    let lexemes: i64 = c
+        .query_one(
+            "SELECT count(*)
+             FROM (SELECT word, ndoc FROM ts_stat('SELECT document FROM search.product_projection')) t
+             FULL JOIN search.lexeme_stats s ON s.lexeme = t.word
+             WHERE s.docs IS DISTINCT FROM t.ndoc",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let words: i64 = c
+        .query_one(
+            "SELECT count(*)
+             FROM (SELECT w.word, count(DISTINCT pp.product_id)::integer AS products
+                   FROM search.product_projection pp
+                   CROSS JOIN LATERAL regexp_split_to_table(
+                       lower(pp.identity_text || ' ' || pp.embedding_text), '[^[:alnum:]]+') AS w (word)
+                   WHERE w.word ~ '^[[:alpha:]]+$' AND length(w.word) <= 64
+                   GROUP BY w.word) t
+             FULL JOIN search.vocabulary v USING (word)
+             WHERE v.products IS DISTINCT FROM t.products",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let catalog: bool = c
+        .query_one(
+            "WITH w AS (
+                 SELECT count(*) FILTER (WHERE wt = 'A') AS a, count(*) FILTER (WHERE wt = 'B') AS b,
+                        count(*) FILTER (WHERE wt = 'C') AS c, count(*) FILTER (WHERE wt = 'D') AS d
+                 FROM search.product_projection pp, unnest(pp.document) u, unnest(u.weights) AS wt
+                 GROUP BY pp.product_id)
+             SELECT s.products = (SELECT count(*) FROM search.product_projection)
+                    AND abs(s.avg_identity - (SELECT avg(a) FROM w)) < 1e-9
+                    AND abs(s.avg_title - (SELECT avg(b) FROM w)) < 1e-9
+                    AND abs(s.avg_facets - (SELECT avg(c) FROM w)) < 1e-9
+                    AND abs(s.avg_description - (SELECT avg(d) FROM w)) < 1e-9
+             FROM search.catalog_stats s",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let mut differ = Vec::new();
+    if lexemes > 0 {
+        differ.push(format!("{lexemes} lexeme counts"));
+    }
+    if words > 0 {
+        differ.push(format!("{words} vocabulary counts"));
+    }
+    if !catalog {
+        differ.push("the catalog row".to_string());
+    }
+    differ
+}
+
 fn write_file(dir: &std::path::Path, name: &str, lines: &[String]) -> std::path::PathBuf {
     let path = dir.join(name);
     let mut f = std::fs::File::create(&path).unwrap();
@@ -449,16 +512,30 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
         .unwrap()
         .get::<_, Vec<String>>(0);
     assert_eq!(keys, vec!["tb1".to_string(), "mtb1".to_string()]);
+    // Two products in 5,002: their terms were counted by difference, and
+    // the counts are those of a full recount.
+    assert_eq!(terms_against_a_recount(&c).await, Vec::<String>::new());
 
-    // Re-importing a changed product bumps its revision.
+    // Re-importing a changed product bumps its revision; its old SKU's
+    // terms leave the counts, the new one's enter them.
     let changed = write_file(
         &dir,
         "changed.jsonl",
-        &[product_line("T1", "TB-1", 1499.into())],
+        &[product_line("T1", "TB-1", 1499.into()).replace("TB-1 Kettle", "TB-1 Zorbulax Kettle")],
     );
     import::import(&mut c, Some(&changed), None, &mut |_, _, _| {})
         .await
         .unwrap();
+    assert_eq!(terms_against_a_recount(&c).await, Vec::<String>::new());
+    let holders: i32 = c
+        .query_one(
+            "SELECT products FROM search.vocabulary WHERE word = 'zorbulax'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(holders, 1);
     let rev: i32 = c
         .query_one(
             "SELECT revision FROM catalog.products WHERE product_id = 'T1'",
@@ -572,6 +649,7 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
         .unwrap()
         .get(0);
     assert_eq!(stats, 5_000, "the lexeme statistics count the catalog");
+    assert_eq!(terms_against_a_recount(&c).await, Vec::<String>::new());
 
     // Which products hold "3.5mm" in their connectivity list, decided in Rust.
     let ctx = mosaic_integration_tests::ctx(&db, RetrievalProfile::default());

@@ -61,6 +61,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_query_vocabulary.sql"),
     migration!(15, "0015_semantic_probe.sql"),
     migration!(16, "0016_receipt_candidate_check.sql"),
+    migration!(17, "0017_catalog_terms_by_difference.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -233,24 +233,22 @@ where
     })
 }
 
-/// Rebuilds the projection rows of the given products (all when `None`),
-/// then the per-domain partial HNSW indexes (one per domain present; see
+/// Rebuilds the projection rows of the given products (all when `None`)
+/// and what is derived from them, in one statement
+/// (`search.refresh_products`, `sql/0017_catalog_terms_by_difference.sql`):
+/// the per-domain partial HNSW indexes (one per domain present; see
 /// `sql/0006_domain_indexes.sql`), the rerank stage's lexeme statistics
 /// (`sql/0011_feed_values.sql`) and the query vocabulary
-/// (`sql/0014_query_vocabulary.sql`).
+/// (`sql/0014_query_vocabulary.sql`). The statistics of a few products are
+/// updated by difference, so an import costs what it changes, not what the
+/// catalog holds.
 pub async fn refresh_projection(
     tx: &Transaction<'_>,
     only: Option<&[String]>,
 ) -> Result<u64, tokio_postgres::Error> {
     let ids: Option<Vec<String>> = only.map(<[String]>::to_vec);
     let row = tx
-        .query_one("SELECT search.refresh_projection($1::text[])", &[&ids])
-        .await?;
-    tx.execute("SELECT search.refresh_domain_indexes()", &[])
-        .await?;
-    tx.execute("SELECT search.refresh_lexeme_stats()", &[])
-        .await?;
-    tx.execute("SELECT search.refresh_vocabulary()", &[])
+        .query_one("SELECT search.refresh_products($1::text[])", &[&ids])
         .await?;
     Ok(row.get::<_, i64>(0) as u64)
 }
