@@ -34,10 +34,28 @@ async fn schema_snapshot(c: &Client) -> Vec<String> {
 async fn migrations_applied_twice_leave_the_schema_unchanged() {
     let db = TestDb::empty("migrate").await;
     let mut c = db.owner().await;
+    let every: Vec<&str> = db::MIGRATIONS.iter().map(|m| m.name).collect();
+    assert_eq!(db::pending_migrations(&c).await.unwrap(), every);
     let first = db::migrate(&mut c, &MigrateOptions::default())
         .await
         .unwrap();
     assert_eq!(first.applied.len(), db::MIGRATIONS.len());
+    assert_eq!(
+        db::pending_migrations(&c).await.unwrap(),
+        Vec::<&str>::new()
+    );
+    // A database one migration behind this build names that one.
+    let last = db::MIGRATIONS.last().unwrap();
+    c.execute(
+        "DELETE FROM mosaic_meta.migrations WHERE version = $1",
+        &[&last.version],
+    )
+    .await
+    .unwrap();
+    assert_eq!(db::pending_migrations(&c).await.unwrap(), vec![last.name]);
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
     let before = schema_snapshot(&c).await;
     let second = db::migrate(&mut c, &MigrateOptions::default())
         .await

@@ -244,6 +244,36 @@ pub async fn migrate(
     Ok(report)
 }
 
+/// The migrations this build has that the database has not recorded (all of
+/// them for a database never migrated). Loading into a database that lacks
+/// some would fail on a missing function or column; the loaders check first
+/// and name `mosaic migrate`.
+pub async fn pending_migrations(
+    client: &Client,
+) -> Result<Vec<&'static str>, tokio_postgres::Error> {
+    let applied: Vec<i32> = match client
+        .query_one(
+            "SELECT to_regclass('mosaic_meta.migrations') IS NOT NULL",
+            &[],
+        )
+        .await?
+        .get(0)
+    {
+        true => client
+            .query("SELECT version FROM mosaic_meta.migrations", &[])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect(),
+        false => Vec::new(),
+    };
+    Ok(MIGRATIONS
+        .iter()
+        .filter(|m| !applied.contains(&m.version))
+        .map(|m| m.name)
+        .collect())
+}
+
 /// The embedding dimension the projection column was created with.
 pub async fn embedding_dimension(client: &Client) -> Result<Option<usize>, tokio_postgres::Error> {
     let row = client

@@ -13,8 +13,8 @@
 //!   count is normalised by that field's length against the catalog's mean
 //!   (`b` = 0.75), the structured fields count twice the description, the
 //!   sum saturates (`k1` = 1.2), and each lexeme weighs its inverse document
-//!   frequency over the catalog (`search.lexeme_stats`, rebuilt on every
-//!   load and import). `k1` and `b` are the textbook defaults; the 2 : 1
+//!   frequency over the catalog (`search.lexeme_stats`, kept current by
+//!   every load and import). `k1` and `b` are the textbook defaults; the 2 : 1
 //!   weight of structured fields over free text is the usual BM25F order (a
 //!   catalog asserts its fields; descriptions are marketing copy that repeats
 //!   stock phrases).
