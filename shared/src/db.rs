@@ -62,6 +62,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(15, "0015_semantic_probe.sql"),
     migration!(16, "0016_receipt_candidate_check.sql"),
     migration!(17, "0017_catalog_terms_by_difference.sql"),
+    migration!(18, "0018_text_indexes_with_taxonomy.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
