@@ -86,8 +86,14 @@ async fn migrations_applied_twice_leave_the_schema_unchanged() {
     )
     .await;
     for (what, needle) in [
-        ("tsvector GIN", "product_projection USING gin (document)"),
-        ("trigram GIN", "USING gin (identity_text gin_trgm_ops)"),
+        (
+            "tsvector GIN with the taxonomy",
+            "product_projection USING gin (domain, category_key, brand_key, document)",
+        ),
+        (
+            "trigram GIN with the taxonomy",
+            "USING gin (domain, category_key, brand_key, identity_text gin_trgm_ops)",
+        ),
         ("HNSW cosine", "USING hnsw (embedding vector_cosine_ops)"),
         ("attributes GIN", "USING gin (attributes jsonb_path_ops)"),
         ("price btree", "USING btree (price_cents)"),
