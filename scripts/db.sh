@@ -278,6 +278,33 @@ pg_running() {
 # ---------------------------------------------------------------------------------------------
 # start
 # ---------------------------------------------------------------------------------------------
+# shared_buffers: a quarter of the memory this machine (or its container's
+# cgroup limit) has, PostgreSQL's usual starting point, between 128 MB and
+# 8 GB. The search's arms read the HNSW graphs, the text indexes and the
+# table on every query; with too small a buffer cache they are copied in
+# from the operating system's cache again and again. MOSAIC_PG_SHARED_BUFFERS
+# (e.g. 512MB) overrides it.
+shared_buffers_setting() {
+  if [ -n "${MOSAIC_PG_SHARED_BUFFERS:-}" ]; then
+    echo "$MOSAIC_PG_SHARED_BUFFERS"
+    return
+  fi
+  local kb limit mb
+  kb="$(awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null || true)"
+  limit="$(cat /sys/fs/cgroup/memory.max 2>/dev/null || true)"
+  if [[ "$limit" =~ ^[0-9]+$ ]] && { [ -z "$kb" ] || [ $((limit / 1024)) -lt "$kb" ]; }; then
+    kb=$((limit / 1024))
+  fi
+  if [ -z "$kb" ]; then
+    echo 512MB
+    return
+  fi
+  mb=$((kb / 4 / 1024))
+  [ "$mb" -lt 128 ] && mb=128
+  [ "$mb" -gt 8192 ] && mb=8192
+  echo "${mb}MB"
+}
+
 mosaic_conf() {
   local dsm=posix shm_kb
   # parallel HNSW/IVFFlat builds put maintenance_work_mem into dynamic shared memory;
@@ -291,7 +318,7 @@ port = $PORT
 unix_socket_directories = '$RUN'
 unix_socket_permissions = 0700
 max_connections = 200
-shared_buffers = 512MB
+shared_buffers = $(shared_buffers_setting)
 maintenance_work_mem = 1GB
 dynamic_shared_memory_type = $dsm
 fsync = on

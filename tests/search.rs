@@ -1077,6 +1077,72 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
 }
 
 #[tokio::test]
+async fn the_semantic_probe_reads_one_index_for_its_usual_filters() {
+    // Migrations 0015 and 0019: the selectivity probe counts eligible
+    // embedded rows from one partial index under a price range, a domain,
+    // or a category with a price band, instead of ANDing the bitmaps of
+    // every row of the category and of the price range.
+    let db = TestDb::with_sample("probe_indexes").await;
+    let rt = db.runtime().await;
+    let (category, lo, hi): (String, i64, i64) = {
+        let r = rt
+            .query_one(
+                "SELECT category_key, (percentile_disc(0.35) WITHIN GROUP (ORDER BY price_cents))::bigint,
+                        (percentile_disc(0.65) WITHIN GROUP (ORDER BY price_cents))::bigint
+                 FROM search.product_projection GROUP BY category_key ORDER BY count(*) DESC, 1 LIMIT 1",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2))
+    };
+    let probe = RetrievalProfile::default().semantic_exact_threshold + 1;
+    for (filters, index) in [
+        (
+            Filters {
+                category_key: Some(category.clone()),
+                min_price_cents: Some(lo),
+                max_price_cents: Some(hi),
+                ..Default::default()
+            },
+            "projection_embedded_category_price_idx",
+        ),
+        (
+            Filters {
+                category_key: Some(category.clone()),
+                ..Default::default()
+            },
+            "projection_embedded_category_price_idx",
+        ),
+        (
+            Filters {
+                max_price_cents: Some(hi),
+                ..Default::default()
+            },
+            "projection_embedded_price_idx",
+        ),
+        (
+            Filters {
+                domain: Some("electronics".into()),
+                ..Default::default()
+            },
+            "projection_embedded_domain_idx",
+        ),
+    ] {
+        let elig = Eligibility::new(&filters);
+        let plan = texts(
+            &rt,
+            &format!("EXPLAIN {}", arms::ELIGIBLE_COUNT_SQL),
+            &elig.params(&[&probe]),
+        )
+        .await
+        .join("\n");
+        assert!(plan.contains(index), "{filters:?}: {plan}");
+        assert!(!plan.contains("BitmapAnd"), "{filters:?}: {plan}");
+    }
+}
+
+#[tokio::test]
 async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
     // PostgreSQL orders one scan's conditions by declared cost; migration
     // 0007 (and scripts/db.sh, as the extension's owner) declare pg_trgm's

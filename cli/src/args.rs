@@ -22,6 +22,21 @@ impl DbArgs {
             )
         })
     }
+
+    /// Connects as the owner role to a database that holds every migration
+    /// of this build: the commands that write the catalog call SQL functions
+    /// the migrations define, and would otherwise fail on a missing one.
+    pub async fn connect_migrated(&self) -> Result<tokio_postgres::Client> {
+        let client = self.connect().await?;
+        let pending = db::pending_migrations(&client).await?;
+        if let Some(first) = pending.first() {
+            anyhow::bail!(
+                "the database lacks {} migration(s) of this build, from {first}: run `mosaic migrate` first",
+                pending.len()
+            );
+        }
+        Ok(client)
+    }
 }
 
 #[derive(Args, Clone)]

@@ -23,7 +23,7 @@ pub struct EmbedArgs {
 }
 
 pub async fn run(args: EmbedArgs) -> Result<()> {
-    let client = args.db.connect().await?;
+    let client = args.db.connect_migrated().await?;
     let embedder = args.embedder.build()?;
     eprintln!("embedding with {}", embedder.model_id());
     let mut last_print = Instant::now();

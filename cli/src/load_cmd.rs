@@ -5,7 +5,6 @@ use crate::args::DbArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mosaic::catalog::import;
-use mosaic::db;
 use mosaic_devtools::generator::{self, Generator, DEFAULT_PRODUCTS, DEFAULT_SEED};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -47,14 +46,7 @@ fn progress_line(stage: &str, done: u64, total: u64) {
 }
 
 pub async fn run(args: LoadArgs) -> Result<()> {
-    let mut client = args.db.connect().await?;
-    let pending = db::pending_migrations(&client).await?;
-    if let Some(first) = pending.first() {
-        bail!(
-            "the database lacks {} migration(s) of this build, from {first}: run `mosaic migrate` first",
-            pending.len()
-        );
-    }
+    let mut client = args.db.connect_migrated().await?;
     if args.sample && args.if_empty {
         let n: i64 = client
             .query_one("SELECT count(*) FROM catalog.products", &[])

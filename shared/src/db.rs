@@ -63,6 +63,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(16, "0016_receipt_candidate_check.sql"),
     migration!(17, "0017_catalog_terms_by_difference.sql"),
     migration!(18, "0018_text_indexes_with_taxonomy.sql"),
+    migration!(19, "0019_category_price_probe.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
