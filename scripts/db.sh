@@ -396,6 +396,29 @@ WHERE e.extname = 'vector' AND e.extversion <> a.default_version
               WHERE p.source = e.extversion AND p.target = a.default_version AND p.path IS NOT NULL)
 \\gexec"
 
+# pg_trgm's word-similarity cost and estimate (migrations 0007 and 0020)
+# in every database of the cluster that has the extension, also those made
+# before this script set them in template1 (bench and evaluation catalogs):
+# only the extension's owner, this cluster's administrator, may set them.
+trigram_planning_everywhere() {
+  local db
+  for db in $(admin_psql -d postgres -Atc \
+      "SELECT datname FROM pg_database WHERE datallowconn AND datname NOT IN ('postgres', 'template1', '$DB')"); do
+    admin_psql -d "$db" -q >/dev/null <<'SQL' || log "note: could not set pg_trgm's planning in $db"
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+    ALTER FUNCTION word_similarity_op(text, text) COST 100;
+    ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
+    ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel);
+    ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);
+  END IF;
+END
+$$;
+SQL
+  done
+}
+
 bootstrap_sql() {
   admin_psql -d postgres -At <<SQL
 DO \$\$
@@ -419,6 +442,8 @@ $VECTOR_UPDATE_SQL
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 ALTER FUNCTION word_similarity_op(text, text) COST 100;
 ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
+ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel);
+ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT 'CREATE DATABASE $DB OWNER $OWNER_USER' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$DB')
 \\gexec
@@ -428,6 +453,8 @@ $VECTOR_UPDATE_SQL
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 ALTER FUNCTION word_similarity_op(text, text) COST 100;
 ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
+ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel);
+ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT 'pgvector ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')
     || ', pg_trgm ' || (SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm');
@@ -467,6 +494,7 @@ cmd_start() {
 
   local versions
   versions="$(bootstrap_sql | tail -n1)" || die "bootstrap SQL failed"
+  trigram_planning_everywhere
   echo "mosaic db: running on $HOST:$PORT ($versions)"
 }
 

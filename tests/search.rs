@@ -1143,6 +1143,78 @@ async fn the_semantic_probe_reads_one_index_for_its_usual_filters() {
 }
 
 #[tokio::test]
+async fn a_trigram_step_checks_a_broad_price_filter_on_its_matches_and_intersects_a_narrow_one() {
+    // Migration 0020 (and scripts/db.sh, as the extension's owner) give
+    // pg_trgm's word-similarity operators the 0.1% estimate: under half the
+    // catalog's prices the step filters the price on each match's row
+    // instead of ANDing the price index's bitmap of half the catalog; a
+    // narrow band's small bitmap is still intersected.
+    let db = TestDb::with_sample("trigram_price").await;
+    let mut rt = db.runtime().await;
+    let (median, band): (i64, i64) = {
+        let r = rt
+            .query_one(
+                "SELECT (percentile_disc(0.5) WITHIN GROUP (ORDER BY price_cents))::bigint,
+                        (percentile_disc(0.51) WITHIN GROUP (ORDER BY price_cents))::bigint
+                 FROM search.product_projection",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    let estimates = texts(
+        &rt,
+        "SELECT oprrest::text FROM pg_operator
+         WHERE oprname IN ('<%', '%>') AND oprleft = 'text'::regtype AND oprright = 'text'::regtype",
+        &[],
+    )
+    .await;
+    assert_eq!(estimates, vec!["contsel", "contsel"]);
+    let (q, budget) = ("wireless headphones".to_string(), 500i64);
+    for (filters, intersects) in [
+        (
+            Filters {
+                max_price_cents: Some(median),
+                ..Default::default()
+            },
+            false,
+        ),
+        (
+            Filters {
+                min_price_cents: Some(median),
+                max_price_cents: Some(band),
+                ..Default::default()
+            },
+            true,
+        ),
+    ] {
+        let tx = rt.transaction().await.unwrap();
+        tx.execute(
+            "SELECT set_config('pg_trgm.word_similarity_threshold', '0.45', true)",
+            &[],
+        )
+        .await
+        .unwrap();
+        let elig = Eligibility::new(&filters);
+        let plan = texts(
+            &tx,
+            &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
+            &elig.params(&[&q, &budget]),
+        )
+        .await
+        .join("\n");
+        assert!(plan.contains("<%") || plan.contains("%>"), "{plan}");
+        assert_eq!(
+            plan.contains("projection_price_idx"),
+            intersects,
+            "{filters:?}: {plan}"
+        );
+        tx.rollback().await.unwrap();
+    }
+}
+
+#[tokio::test]
 async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
     // PostgreSQL orders one scan's conditions by declared cost; migration
     // 0007 (and scripts/db.sh, as the extension's owner) declare pg_trgm's

@@ -64,12 +64,16 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(17, "0017_catalog_terms_by_difference.sql"),
     migration!(18, "0018_text_indexes_with_taxonomy.sql"),
     migration!(19, "0019_category_price_probe.sql"),
+    migration!(20, "0020_trigram_selectivity.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
-/// migration 0007 wants; only the extension's owner may run them.
+/// migration 0007 wants and the estimate migration 0020 wants; only the
+/// extension's owner may run them.
 pub const TRIGRAM_COST_SQL: &str = "ALTER FUNCTION word_similarity_op(text, text) COST 100; \
-ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;";
+ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100; \
+ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel); \
+ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);";
 
 /// Parameters substituted into the migrations.
 #[derive(Debug, Clone)]
@@ -240,6 +244,25 @@ pub async fn migrate(
         report.warnings.push(format!(
             "pg_trgm's word-similarity operators still have cost {cost}; filtered trigram searches \
              compute similarity before the filters. Run as the extension owner: {TRIGRAM_COST_SQL}"
+        ));
+    }
+    let estimates: Vec<String> = tx
+        .query(
+            "SELECT oprname || ' ' || oprrest::text FROM pg_operator
+             WHERE oprname IN ('<%', '%>') AND oprleft = 'text'::regtype AND oprright = 'text'::regtype
+               AND oprrest <> 'contsel'::regproc",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !estimates.is_empty() {
+        report.warnings.push(format!(
+            "pg_trgm's word-similarity operators still have the estimate {}; trigram searches under a \
+             broad price filter intersect the price index's bitmap (migration 0020). Run as the \
+             extension owner: {TRIGRAM_COST_SQL}",
+            estimates.join(", ")
         ));
     }
     tx.commit().await?;
