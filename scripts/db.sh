@@ -397,13 +397,13 @@ WHERE e.extname = 'vector' AND e.extversion <> a.default_version
 \\gexec"
 
 # pg_trgm's word-similarity cost and estimate (migrations 0007 and 0020)
-# in every database of the cluster that has the extension, also those made
-# before this script set them in template1 (bench and evaluation catalogs):
-# only the extension's owner, this cluster's administrator, may set them.
+# in every database of the cluster that has the extension: template1 (so
+# every database made from it has them), the project's database, and those
+# made before (bench and evaluation catalogs). Only the extension's owner,
+# this cluster's administrator, may set them.
 trigram_planning_everywhere() {
   local db
-  for db in $(admin_psql -d postgres -Atc \
-      "SELECT datname FROM pg_database WHERE datallowconn AND datname NOT IN ('postgres', 'template1', '$DB')"); do
+  for db in $(admin_psql -d postgres -Atc "SELECT datname FROM pg_database WHERE datallowconn"); do
     admin_psql -d "$db" -q >/dev/null <<'SQL' || log "note: could not set pg_trgm's planning in $db"
 DO $$
 BEGIN
@@ -440,10 +440,6 @@ GRANT $RUNTIME_USER TO $OWNER_USER;
 CREATE EXTENSION IF NOT EXISTS vector;
 $VECTOR_UPDATE_SQL
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
-ALTER FUNCTION word_similarity_op(text, text) COST 100;
-ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
-ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel);
-ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT 'CREATE DATABASE $DB OWNER $OWNER_USER' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$DB')
 \\gexec
@@ -451,10 +447,6 @@ SELECT 'CREATE DATABASE $DB OWNER $OWNER_USER' WHERE NOT EXISTS (SELECT 1 FROM p
 CREATE EXTENSION IF NOT EXISTS vector;
 $VECTOR_UPDATE_SQL
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
-ALTER FUNCTION word_similarity_op(text, text) COST 100;
-ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100;
-ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel);
-ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SELECT 'pgvector ' || (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')
     || ', pg_trgm ' || (SELECT extversion FROM pg_extension WHERE extname = 'pg_trgm');

@@ -3,10 +3,19 @@
 //! `mosaic` binary for it.
 
 use mosaic::db::{self, MigrateOptions};
-use mosaic_integration_tests::TestDb;
-use std::process::Command;
+use mosaic_integration_tests::{forget_last_migration, TestDb};
+use std::process::{Command, Output};
 
 const MOSAIC: &str = env!("CARGO_BIN_EXE_mosaic");
+
+/// `mosaic ARGS --database-url URL`, run to its end.
+fn mosaic(args: &[&str], url: &str) -> Output {
+    Command::new(MOSAIC)
+        .args(args)
+        .args(["--database-url", url])
+        .output()
+        .expect("run mosaic")
+}
 
 #[tokio::test]
 async fn the_catalog_writing_commands_refuse_a_database_behind_this_build() {
@@ -17,13 +26,7 @@ async fn the_catalog_writing_commands_refuse_a_database_behind_this_build() {
     db::migrate(&mut c, &MigrateOptions::default())
         .await
         .unwrap();
-    let last = db::MIGRATIONS.last().unwrap();
-    c.execute(
-        "DELETE FROM mosaic_meta.migrations WHERE version = $1",
-        &[&last.version],
-    )
-    .await
-    .unwrap();
+    let last = forget_last_migration(&c).await;
 
     let dir = std::env::temp_dir().join(format!("mosaic-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -44,18 +47,12 @@ async fn the_catalog_writing_commands_refuse_a_database_behind_this_build() {
         vec!["load", "--products", products.to_str().unwrap()],
         vec!["embed", "--embedder", "hashing"],
     ] {
-        let out = Command::new(MOSAIC)
-            .args(&args)
-            .args(["--database-url", &url])
-            .output()
-            .expect("run mosaic");
+        let out = mosaic(&args, &url);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} succeeded: {stderr}");
         assert!(
-            stderr.contains(&format!(
-                "lacks 1 migration(s) of this build, from {}",
-                last.name
-            )) && stderr.contains("run `mosaic migrate` first"),
+            stderr.contains(&format!("lacks 1 migration(s) of this build, from {last}"))
+                && stderr.contains("run `mosaic migrate` first"),
             "{args:?}: {stderr}"
         );
     }
@@ -77,11 +74,7 @@ async fn the_catalog_writing_commands_refuse_a_database_behind_this_build() {
     db::migrate(&mut c, &MigrateOptions::default())
         .await
         .unwrap();
-    let out = Command::new(MOSAIC)
-        .args(["load", "--products", products.to_str().unwrap()])
-        .args(["--database-url", &url])
-        .output()
-        .expect("run mosaic");
+    let out = mosaic(&["load", "--products", products.to_str().unwrap()], &url);
     assert!(
         out.status.success(),
         "{}",

@@ -5,7 +5,7 @@ use mosaic::catalog::import;
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::HashingEmbedder;
 use mosaic_devtools::generator::{self, Generator};
-use mosaic_integration_tests::{texts, TestDb};
+use mosaic_integration_tests::{forget_last_migration, texts, TestDb};
 use std::io::Write;
 use tokio_postgres::Client;
 
@@ -45,14 +45,8 @@ async fn migrations_applied_twice_leave_the_schema_unchanged() {
         Vec::<&str>::new()
     );
     // A database one migration behind this build names that one.
-    let last = db::MIGRATIONS.last().unwrap();
-    c.execute(
-        "DELETE FROM mosaic_meta.migrations WHERE version = $1",
-        &[&last.version],
-    )
-    .await
-    .unwrap();
-    assert_eq!(db::pending_migrations(&c).await.unwrap(), vec![last.name]);
+    let last = forget_last_migration(&c).await;
+    assert_eq!(db::pending_migrations(&c).await.unwrap(), vec![last]);
     db::migrate(&mut c, &MigrateOptions::default())
         .await
         .unwrap();

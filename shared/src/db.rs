@@ -70,7 +70,7 @@ pub const MIGRATIONS: &[Migration] = &[
 /// The statements that give pg_trgm's word-similarity operators the cost
 /// migration 0007 wants and the estimate migration 0020 wants; only the
 /// extension's owner may run them.
-pub const TRIGRAM_COST_SQL: &str = "ALTER FUNCTION word_similarity_op(text, text) COST 100; \
+pub const TRIGRAM_PLANNING_SQL: &str = "ALTER FUNCTION word_similarity_op(text, text) COST 100; \
 ALTER FUNCTION word_similarity_commutator_op(text, text) COST 100; \
 ALTER OPERATOR <% (text, text) SET (RESTRICT = contsel); \
 ALTER OPERATOR %> (text, text) SET (RESTRICT = contsel);";
@@ -233,36 +233,38 @@ pub async fn migrate(
         &[&opts.embedding_dim.to_string()],
     )
     .await?;
-    let cost: Option<f32> = tx
-        .query_opt(
-            "SELECT procost FROM pg_proc WHERE oid = to_regprocedure('word_similarity_op(text, text)')",
+    // pg_trgm's planning (migrations 0007 and 0020): only the extension's
+    // owner may set it, so a migration run without that privilege leaves it.
+    let row = tx
+        .query_one(
+            "SELECT (SELECT procost FROM pg_proc
+                     WHERE oid = to_regprocedure('word_similarity_op(text, text)')),
+                    (SELECT string_agg(oprname || ' ' || oprrest::text, ', ' ORDER BY oprname)
+                     FROM pg_operator
+                     WHERE oprname IN ('<%', '%>') AND oprleft = 'text'::regtype
+                       AND oprright = 'text'::regtype AND oprrest <> 'contsel'::regproc)",
             &[],
         )
-        .await?
-        .map(|r| r.get(0));
+        .await?;
+    let (cost, estimates): (Option<f32>, Option<String>) = (row.get(0), row.get(1));
+    let mut left = Vec::new();
     if let Some(cost) = cost.filter(|c| *c < 100.0) {
-        report.warnings.push(format!(
-            "pg_trgm's word-similarity operators still have cost {cost}; filtered trigram searches \
-             compute similarity before the filters. Run as the extension owner: {TRIGRAM_COST_SQL}"
+        left.push(format!(
+            "cost {cost}, so filtered trigram searches compute similarity before the filters \
+             (migration 0007)"
         ));
     }
-    let estimates: Vec<String> = tx
-        .query(
-            "SELECT oprname || ' ' || oprrest::text FROM pg_operator
-             WHERE oprname IN ('<%', '%>') AND oprleft = 'text'::regtype AND oprright = 'text'::regtype
-               AND oprrest <> 'contsel'::regproc",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if !estimates.is_empty() {
+    if let Some(estimates) = estimates {
+        left.push(format!(
+            "the estimate {estimates}, so trigram searches under a broad price filter intersect \
+             the price index's bitmap (migration 0020)"
+        ));
+    }
+    if !left.is_empty() {
         report.warnings.push(format!(
-            "pg_trgm's word-similarity operators still have the estimate {}; trigram searches under a \
-             broad price filter intersect the price index's bitmap (migration 0020). Run as the \
-             extension owner: {TRIGRAM_COST_SQL}",
-            estimates.join(", ")
+            "pg_trgm's word-similarity operators still have {}. Run as the extension owner: \
+             {TRIGRAM_PLANNING_SQL}",
+            left.join("; and ")
         ));
     }
     tx.commit().await?;

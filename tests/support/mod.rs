@@ -265,6 +265,20 @@ pub async fn ensure_template() -> String {
 
 /// A search context on the test database's runtime role, with the hashing
 /// embedder the template was embedded with.
+/// Makes a migrated database one migration behind this build, as a user who
+/// upgrades the binary and forgets `mosaic migrate` has it: the last
+/// migration's record is removed. Its name.
+pub async fn forget_last_migration(c: &Client) -> &'static str {
+    let last = db::MIGRATIONS.last().expect("migrations");
+    c.execute(
+        "DELETE FROM mosaic_meta.migrations WHERE version = $1",
+        &[&last.version],
+    )
+    .await
+    .expect("forget the last migration");
+    last.name
+}
+
 pub fn ctx(db: &TestDb, profile: mosaic::RetrievalProfile) -> mosaic::Ctx {
     mosaic::Ctx::from_url(&db.runtime_url(), 4, profile)
         .expect("context")
