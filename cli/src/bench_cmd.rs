@@ -89,6 +89,13 @@ pub struct BenchArgs {
     /// Write the raw numbers as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Put this much delay (milliseconds, each way) between the service and
+    /// the database, through a local relay: the service's and the floor's
+    /// connections then wait for every round trip as a deployed function
+    /// does (about 0.5 each way, a millisecond per round trip, for Lambda to
+    /// Aurora through RDS Proxy). Set-up statements go direct. 0: direct.
+    #[arg(long, default_value_t = 0.0)]
+    network_delay_ms: f64,
     /// Owner-role URL of any database of the cluster (the bench databases
     /// are created beside it).
     #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
@@ -361,6 +368,20 @@ async fn bench_size(
     );
     let (owner_url, runtime_url, prep) = prepare(args, size, &*embedder).await?;
     let owner = db::connect_plain(&owner_url).await?;
+    let runtime_url = match args.network_delay_ms > 0.0 {
+        true => {
+            let delay = std::time::Duration::from_secs_f64(args.network_delay_ms / 1000.0);
+            let port =
+                crate::bench_relay::start(crate::bench_relay::target_of(&runtime_url)?, delay)
+                    .await?;
+            println!(
+                "service and floor connections through a relay adding {} ms each way",
+                args.network_delay_ms
+            );
+            crate::bench_relay::through(&runtime_url, port)?
+        }
+        false => runtime_url,
+    };
     let mut direct_client = db::connect_plain(&runtime_url).await?;
     let shapes = ShapeBuilder::new(&owner).await?;
     let queries = bench::queries(CATALOG_SEED, size, args.queries, QUERY_SEED);
@@ -515,6 +536,7 @@ async fn bench_size(
         "embedder": describe(&*embedder),
         "reranker": "none (local reranker off; no Bedrock)",
         "queries_per_shape": queries.len(),
+        "network_delay_ms_each_way": args.network_delay_ms,
         "recall_queries_per_shape": args.recall_queries.min(queries.len()),
         "prepare": prep,
         "shapes": shapes_json,

@@ -8,6 +8,7 @@
 mod args;
 mod bench_cmd;
 mod bench_load;
+mod bench_relay;
 mod compare_cmd;
 mod contract_cmd;
 mod db_cmd;

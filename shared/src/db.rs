@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio_postgres::types::Type;
 use tokio_postgres::{CancelToken, Client, GenericClient, NoTls, Transaction};
 
 /// The local development database the project starts itself
@@ -531,12 +532,34 @@ pub async fn set_statement_timeout<C: GenericClient>(
     tx: &C,
     timeout_ms: u64,
 ) -> Result<(), tokio_postgres::Error> {
-    tx.execute(
+    tx.execute_typed(
         "SELECT set_config('statement_timeout', $1, true)",
-        &[&timeout_ms.to_string()],
+        &[(&timeout_ms.to_string(), Type::TEXT)],
     )
     .await?;
     Ok(())
+}
+
+/// `START TRANSACTION` on `client`, for a caller that joins it with the
+/// transaction's statements and its [`commit`] in one `tokio::try_join!`:
+/// the join polls them in order, each sends its messages on its first poll,
+/// and the connection pipelines them, so the whole transaction costs one
+/// round trip instead of one per statement. A statement that fails aborts
+/// the transaction and the `COMMIT` behind it rolls it back; the join
+/// returns the first error. A connection left mid-transaction (an error, a
+/// dropped future) is never reused: [`Conn`] closes it unless settled.
+pub async fn begin(client: &Client, read_only: bool) -> Result<(), tokio_postgres::Error> {
+    client
+        .batch_execute(match read_only {
+            true => "START TRANSACTION READ ONLY",
+            false => "START TRANSACTION",
+        })
+        .await
+}
+
+/// `COMMIT` of a transaction opened with [`begin`].
+pub async fn commit(client: &Client) -> Result<(), tokio_postgres::Error> {
+    client.batch_execute("COMMIT").await
 }
 
 /// Starts a transaction whose every statement the server stops after

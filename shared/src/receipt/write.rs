@@ -10,7 +10,8 @@ use crate::search::understand::Understanding;
 use crate::search::{Member, RerankStatus, SearchRequest, Strategy};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tokio_postgres::{Client, Transaction};
+use tokio_postgres::types::Type;
+use tokio_postgres::Client;
 use uuid::Uuid;
 
 /// Everything the receipt records about the event.
@@ -46,22 +47,29 @@ pub(crate) struct ReplayOf {
 }
 
 /// Writes the receipt of one search: the event, then its pool, in one
-/// transaction.
+/// transaction, sent as one pipeline ([`crate::db::begin`]): the start, the
+/// statement bound, both inserts and the commit in one round trip. Success
+/// means the commit succeeded.
 pub(crate) async fn write(
     client: &mut Client,
     ev: &EventRecord<'_>,
     members: &[Member],
     statement_timeout_ms: u64,
 ) -> Result<(), tokio_postgres::Error> {
-    let tx = crate::db::bounded_transaction(client, statement_timeout_ms, false).await?;
-    write_event(&tx, ev, members.len()).await?;
-    write_pool(&tx, ev.id, members).await?;
-    tx.commit().await
+    let client = &*client;
+    tokio::try_join!(
+        crate::db::begin(client, false),
+        crate::db::set_statement_timeout(client, statement_timeout_ms),
+        write_event(client, ev, members.len()),
+        write_pool(client, ev.id, members),
+        crate::db::commit(client),
+    )?;
+    Ok(())
 }
 
 /// The event's row of `receipts.search_events`.
 async fn write_event(
-    tx: &Transaction<'_>,
+    tx: &Client,
     ev: &EventRecord<'_>,
     pool_size: usize,
 ) -> Result<(), tokio_postgres::Error> {
@@ -77,7 +85,10 @@ async fn write_event(
     let understanding = ev
         .understanding
         .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
-    tx.execute(
+    let principal = ev.principal.as_str();
+    let strategy = ev.strategy.as_str();
+    let rerank_status = ev.rerank_status.as_str();
+    tx.execute_typed(
         "INSERT INTO receipts.search_events (
              search_event_id, principal, session_id, query_text, normalized_query, applied_filters,
              strategy, semantic_route, eligible_estimate, pool_size, result_limit, authorized_limit,
@@ -86,29 +97,29 @@ async fn write_event(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
                  $20, $21, $22, $23)",
         &[
-            &ev.id,
-            &ev.principal.as_str(),
-            &ev.req.session_id,
-            &ev.req.query,
-            &ev.req.normalized_query,
-            &filters,
-            &ev.strategy.as_str(),
-            &ev.semantic_route,
-            &ev.eligible_estimate,
-            &pool_size,
-            &limit,
-            &authorized,
-            &ev.served_count,
-            &ev.rerank_status.as_str(),
-            ev.models,
-            &ev.arms,
-            &timings,
-            &warnings,
-            &ev.profile,
-            &replays,
-            &replay_profile,
-            &replay_ineligible,
-            &understanding,
+            (&ev.id, Type::UUID),
+            (&principal, Type::TEXT),
+            (&ev.req.session_id, Type::TEXT),
+            (&ev.req.query, Type::TEXT),
+            (&ev.req.normalized_query, Type::TEXT),
+            (&filters, Type::JSONB),
+            (&strategy, Type::TEXT),
+            (&ev.semantic_route, Type::TEXT),
+            (&ev.eligible_estimate, Type::INT8),
+            (&pool_size, Type::INT4),
+            (&limit, Type::INT4),
+            (&authorized, Type::INT4),
+            (&ev.served_count, Type::INT4),
+            (&rerank_status, Type::TEXT),
+            (ev.models, Type::JSONB),
+            (&ev.arms, Type::JSONB),
+            (&timings, Type::JSONB),
+            (&warnings, Type::JSONB),
+            (&ev.profile, Type::JSONB),
+            (&replays, Type::UUID),
+            (&replay_profile, Type::TEXT),
+            (&replay_ineligible, Type::TEXT_ARRAY),
+            (&understanding, Type::JSONB),
         ],
     )
     .await?;
@@ -118,7 +129,7 @@ async fn write_event(
 /// One row of `receipts.search_candidates` per pool member, in one
 /// statement over parallel arrays.
 async fn write_pool(
-    tx: &Transaction<'_>,
+    tx: &Client,
     id: Uuid,
     members: &[Member],
 ) -> Result<(), tokio_postgres::Error> {
@@ -139,7 +150,12 @@ async fn write_pool(
     let reason: Vec<&str> = members.iter().map(|m| m.match_reason.as_str()).collect();
     let uri: Vec<&str> = members.iter().map(|m| m.source_uri.as_str()).collect();
     let rev: Vec<i32> = members.iter().map(|m| m.source_revision).collect();
-    tx.execute(
+    let (lexical, trigram, semantic) = (rank(0), rank(1), rank(2));
+    let score = |arm: usize| col(&|m| m.signals[arm].map(|s| s.score));
+    let (lexical_score, trigram_score, semantic_score) = (score(0), score(1), score(2));
+    let rrf = col(&|m| m.rrf_score);
+    let rerank = col(&|m| m.rerank_score);
+    tx.execute_typed(
         "INSERT INTO receipts.search_candidates (
              search_event_id, product_id, pre_rerank_rank, lexical_rank, lexical_score, trigram_rank,
              trigram_score, semantic_rank, semantic_score, rrf_score, rerank_score, final_rank,
@@ -148,24 +164,24 @@ async fn write_pool(
                                   $8::int[], $9::float8[], $10::float8[], $11::float8[], $12::int[],
                                   $13::int[], $14::bool[], $15::bool[], $16::text[], $17::text[], $18::int[])",
         &[
-            &id,
-            &ids,
-            &pre,
-            &rank(0),
-            &col(&|m| m.signals[0].map(|s| s.score)),
-            &rank(1),
-            &col(&|m| m.signals[1].map(|s| s.score)),
-            &rank(2),
-            &col(&|m| m.signals[2].map(|s| s.score)),
-            &col(&|m| m.rrf_score),
-            &col(&|m| m.rerank_score),
-            &final_rank,
-            &served,
-            &granted,
-            &exact,
-            &reason,
-            &uri,
-            &rev,
+            (&id, Type::UUID),
+            (&ids, Type::TEXT_ARRAY),
+            (&pre, Type::INT4_ARRAY),
+            (&lexical, Type::INT4_ARRAY),
+            (&lexical_score, Type::FLOAT8_ARRAY),
+            (&trigram, Type::INT4_ARRAY),
+            (&trigram_score, Type::FLOAT8_ARRAY),
+            (&semantic, Type::INT4_ARRAY),
+            (&semantic_score, Type::FLOAT8_ARRAY),
+            (&rrf, Type::FLOAT8_ARRAY),
+            (&rerank, Type::FLOAT8_ARRAY),
+            (&final_rank, Type::INT4_ARRAY),
+            (&served, Type::INT4_ARRAY),
+            (&granted, Type::BOOL_ARRAY),
+            (&exact, Type::BOOL_ARRAY),
+            (&reason, Type::TEXT_ARRAY),
+            (&uri, Type::TEXT_ARRAY),
+            (&rev, Type::INT4_ARRAY),
         ],
     )
     .await?;

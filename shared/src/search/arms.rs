@@ -14,8 +14,37 @@ use super::trgm::WordSimilarity;
 use crate::profile::RetrievalProfile;
 use pgvector::Vector;
 use serde::Serialize;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{Kind, ToSql, Type};
 use tokio_postgres::GenericClient;
+
+/// A statement parameter with its declared type. Every statement of the
+/// search path goes out this way (`query_typed`): parse, bind and execute
+/// of the unnamed statement in one round trip, where an undeclared one
+/// costs a round trip to prepare a named statement first.
+pub type Typed<'a> = (&'a (dyn ToSql + Sync), Type);
+
+/// The types of the eligibility parameters `$1..$10`, as the predicate
+/// casts them (`sql/eligibility.sql`).
+const ELIGIBILITY_TYPES: [Type; 10] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT_ARRAY,
+    Type::BOOL,
+    Type::INT8,
+    Type::INT8,
+    Type::FLOAT4,
+    Type::JSONB,
+    Type::TEXT_ARRAY,
+];
+
+/// pgvector's `vector`, for a query vector parameter. An extension type's
+/// OID differs from database to database, so it is declared as 0
+/// (unspecified) and the server takes it from the statement (`embedding <=>
+/// $11`); the name is what the `Vector` encoder checks.
+pub fn vector_type() -> Type {
+    Type::new("vector".into(), 0, Kind::Simple, "public".into())
+}
 
 pub const ELIGIBILITY_SQL: &str = include_str!("sql/eligibility.sql");
 pub const LEXICAL_SQL: &str = include_str!("sql/lexical.sql");
@@ -232,16 +261,23 @@ pub async fn apply_settings<C: GenericClient>(
     tx: &C,
     profile: &RetrievalProfile,
 ) -> Result<(), tokio_postgres::Error> {
-    tx.execute(
+    let text = |v: &dyn std::fmt::Display| v.to_string();
+    let (ef, tuples, floor, timeout) = (
+        text(&profile.hnsw_ef_search),
+        text(&profile.hnsw_max_scan_tuples),
+        text(&profile.trigram_floor),
+        text(&profile.statement_timeout_ms),
+    );
+    tx.execute_typed(
         "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
                 set_config('hnsw.max_scan_tuples', $2, true),
                 set_config('pg_trgm.word_similarity_threshold', $3, true),
                 set_config('statement_timeout', $4, true)",
         &[
-            &profile.hnsw_ef_search.to_string(),
-            &profile.hnsw_max_scan_tuples.to_string(),
-            &profile.trigram_floor.to_string(),
-            &profile.statement_timeout_ms.to_string(),
+            (&ef, Type::TEXT),
+            (&tuples, Type::TEXT),
+            (&floor, Type::TEXT),
+            (&timeout, Type::TEXT),
         ],
     )
     .await?;
@@ -330,6 +366,17 @@ impl Eligibility {
             &self.attributes,
             &self.negated,
         ];
+        p.extend_from_slice(extra);
+        p
+    }
+
+    /// `$1..$10` with their types, followed by the arm's own parameters.
+    pub fn typed<'a>(&'a self, extra: &[Typed<'a>]) -> Vec<Typed<'a>> {
+        let mut p: Vec<Typed<'a>> = self
+            .params(&[])
+            .into_iter()
+            .zip(ELIGIBILITY_TYPES)
+            .collect();
         p.extend_from_slice(extra);
         p
     }
@@ -471,11 +518,15 @@ pub async fn lexical_understood<C: GenericClient>(
     let budget = profile.lexical_scan_budget;
     let limit = profile.lexical_limit;
     let run = |sql: &'static str, text: String, rank: Option<String>| async move {
-        let mut extra: Vec<&(dyn ToSql + Sync)> = vec![&text, &budget, &limit];
+        let mut extra: Vec<Typed> = vec![
+            (&text, Type::TEXT),
+            (&budget, Type::INT8),
+            (&limit, Type::INT8),
+        ];
         if let Some(r) = rank.as_ref() {
-            extra.push(r);
+            extra.push((r, Type::TEXT));
         }
-        let rows = db.query(sql, &elig.params(&extra)).await?;
+        let rows = db.query_typed(sql, &elig.typed(&extra)).await?;
         let matched: i64 = rows.first().map_or(0, |r| r.get(2));
         Ok::<_, tokio_postgres::Error>((scored(&rows), matched))
     };
@@ -537,7 +588,9 @@ impl Relaxation {
         db: &C,
         positive: &[String],
     ) -> Result<Relaxation, tokio_postgres::Error> {
-        let rows = db.query(LEXICAL_TERMS_SQL, &[&positive]).await?;
+        let rows = db
+            .query_typed(LEXICAL_TERMS_SQL, &[(&positive, Type::TEXT_ARRAY)])
+            .await?;
         let mut terms: Vec<(String, i64, i64)> = Vec::new();
         for r in rows {
             let q: String = r.get(1);
@@ -637,7 +690,12 @@ async fn trigram_step<C: GenericClient>(
         "SELECT set_config('pg_trgm.word_similarity_threshold', '{th}', true)"
     ))
     .await?;
-    let rows = db.query(TRIGRAM_SQL, &elig.params(&[&q, &budget])).await?;
+    let rows = db
+        .query_typed(
+            TRIGRAM_SQL,
+            &elig.typed(&[(&q, Type::TEXT), (&budget, Type::INT8)]),
+        )
+        .await?;
     let mut scored: Vec<(String, f64)> = rows
         .iter()
         .map(|r| {
@@ -786,12 +844,31 @@ pub async fn semantic<C: GenericClient>(
     let t = std::time::Instant::now();
     let limit = profile.semantic_limit;
     let probe = profile.semantic_exact_threshold + 1;
-    let counted = db
-        .query_one(ELIGIBLE_COUNT_SQL, &elig.params(&[&probe]))
-        .await?;
+    // The probe and, when the filters leave every domain open, the domain
+    // list go out together: one round trip.
+    let may_walk_domains =
+        profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none();
+    let probe_params = elig.typed(&[(&probe, Type::INT8)]);
+    let (counted, domains) = tokio::try_join!(
+        db.query_typed_one(ELIGIBLE_COUNT_SQL, &probe_params),
+        async {
+            match may_walk_domains {
+                true => db.query_typed(DOMAINS_SQL, &[]).await,
+                false => Ok(Vec::new()),
+            }
+        }
+    )?;
     let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
+    let domains: Vec<String> = match catalog_rows >= profile.semantic_domain_walk_min_rows {
+        true => domains.iter().map(|r| r.get(0)).collect(),
+        false => Vec::new(),
+    };
     let exact = || async {
-        db.query(SEMANTIC_EXACT_SQL, &elig.params(&[vector, &limit]))
+        let extra = [
+            (vector as &(dyn ToSql + Sync), vector_type()),
+            (&limit, Type::INT8),
+        ];
+        db.query_typed(SEMANTIC_EXACT_SQL, &elig.typed(&extra))
             .await
             .map(|rows| scored(&rows))
     };
@@ -800,8 +877,8 @@ pub async fn semantic<C: GenericClient>(
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
-        let (c, first_walk_filled, domain_walks) =
-            graph_walks(db, elig, vector, profile, catalog_rows).await?;
+        let walked_domains = !domains.is_empty();
+        let (c, first_walk_filled) = graph_walks(db, elig, vector, profile, domains).await?;
         if !first_walk_filled {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
@@ -809,7 +886,7 @@ pub async fn semantic<C: GenericClient>(
             let c = exact().await?;
             let v = verdict(c.len(), limit);
             (c, SemanticRoute::HnswUnderfilledThenExact, v)
-        } else if domain_walks {
+        } else if walked_domains {
             (c, SemanticRoute::HnswDomainWalks, Verdict::Full)
         } else {
             (c, SemanticRoute::Hnsw, Verdict::Full)
@@ -822,83 +899,82 @@ pub async fn semantic<C: GenericClient>(
 
 /// The HNSW route: the walk of the whole catalog's graph (or of the one
 /// domain's graph a domain filter selects), `semantic_overfetch` rows deep,
-/// and with `semantic_domain_walk_ef` the walks of each domain's graph too;
-/// the best `semantic_limit` rows of all of them by exact distance.
+/// and the walks of each of `domains`' graphs with
+/// `semantic_domain_walk_ef`; the best `semantic_limit` rows of all of them
+/// by exact distance.
 ///
 /// A walk can settle among near-duplicate products far from the query's
 /// true neighbours (a cluster larger than the walk's candidate list holds
 /// it); a longer walk or a walk of a smaller graph can leave or avoid it.
 /// Every row carries its exact distance, so adding walks only ever replaces
-/// a row with a nearer one. The domain walks are left out where they cannot
-/// help: under a domain or category filter (the first walk is already
-/// confined to one domain's products) and in catalogs (`catalog_rows`, the
-/// probe's estimate) smaller than `semantic_domain_walk_min_rows`.
+/// a row with a nearer one. [`semantic`] passes no domains where they
+/// cannot help: under a domain or category filter (the first walk is
+/// already confined to one domain's products) and in catalogs (the probe's
+/// estimate) smaller than `semantic_domain_walk_min_rows`.
 ///
-/// Also returns whether the first walk alone filled the limit (the domain
-/// walks stop early, so rows they add do not show that the iterative scan
-/// found every eligible row it should have), and whether domain walks ran.
+/// All the walks and their settings go out at once, in order, and the
+/// connection pipelines them: one round trip. Also returns whether the first
+/// walk alone filled the limit (the domain walks stop early, so rows they
+/// add do not show that the iterative scan found every eligible row it
+/// should have).
 async fn graph_walks<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     vector: &Vector,
     profile: &RetrievalProfile,
-    catalog_rows: i64,
-) -> Result<(Vec<(String, f64)>, bool, bool), tokio_postgres::Error> {
+    domains: Vec<String>,
+) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move {
-        db.query(SEMANTIC_HNSW_SQL, &e.params(&[vector, &rows]))
+        let extra = [
+            (vector as &(dyn ToSql + Sync), vector_type()),
+            (&rows, Type::INT8),
+        ];
+        db.query_typed(SEMANTIC_HNSW_SQL, &e.typed(&extra))
             .await
             .map(|found| scored(&found))
     };
-    let mut c = walk(elig.clone(), profile.semantic_overfetch).await?;
-    let filled = c.len() as i64 >= profile.semantic_limit;
-    let mut walked = false;
-    if profile.semantic_domain_walk_ef > 0
-        && catalog_rows >= profile.semantic_domain_walk_min_rows
-        && elig.domain.is_none()
-        && elig.category_key.is_none()
-    {
-        let domains: Vec<String> = db
-            .query(DOMAINS_SQL, &[])
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        if !domains.is_empty() {
-            // SET LOCAL for these walks, then back: only HNSW scans read
-            // them. Each domain walk stops at its first candidate list (a
-            // scan budget of one tuple ends the iterative scan there): under
-            // a filter it brings the eligible rows among them, and never
-            // walks on looking for more, which the whole catalog's walk
-            // already does.
-            let walk_settings = |ef: i64, tuples: i64| async move {
-                db.execute(
+    // SET LOCAL for the domain walks, then back: only HNSW scans read them.
+    // Each domain walk stops at its first candidate list (a scan budget of
+    // one tuple ends the iterative scan there): under a filter it brings the
+    // eligible rows among them, and never walks on looking for more, which
+    // the whole catalog's walk already does.
+    let no_domain_walks = domains.is_empty();
+    let walk_settings = |ef: i64, tuples: i64| async move {
+        let (ef, tuples) = (ef.to_string(), tuples.to_string());
+        match no_domain_walks {
+            true => Ok(0),
+            false => {
+                db.execute_typed(
                     "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true)",
-                    &[&ef.to_string(), &tuples.to_string()],
+                    &[(&ef, Type::TEXT), (&tuples, Type::TEXT)],
                 )
                 .await
-            };
-            walk_settings(profile.semantic_domain_walk_ef, 1).await?;
-            let rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
-            // All walks sent at once: the connection pipelines them.
-            let found = futures_util::future::try_join_all(domains.into_iter().map(|d| {
-                let e = Eligibility {
-                    domain: Some(d),
-                    ..elig.clone()
-                };
-                walk(e, rows)
-            }))
-            .await?;
-            c.extend(found.into_iter().flatten());
-            walk_settings(profile.hnsw_ef_search, profile.hnsw_max_scan_tuples).await?;
-            walked = true;
+            }
         }
-    }
+    };
+    let rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
+    let domain_walks = domains.iter().map(|d| {
+        let e = Eligibility {
+            domain: Some(d.clone()),
+            ..elig.clone()
+        };
+        walk(e, rows)
+    });
+    // try_join! polls in order, so the statements are sent in this order.
+    let (mut c, _, found, _) = tokio::try_join!(
+        walk(elig.clone(), profile.semantic_overfetch),
+        walk_settings(profile.semantic_domain_walk_ef, 1),
+        futures_util::future::try_join_all(domain_walks),
+        walk_settings(profile.hnsw_ef_search, profile.hnsw_max_scan_tuples),
+    )?;
+    let filled = c.len() as i64 >= profile.semantic_limit;
+    c.extend(found.into_iter().flatten());
     // relaxed_order and several walks: re-sort by score, keep each row once.
     c.sort_by(best_first);
     let mut seen = std::collections::HashSet::new();
     c.retain(|(id, _)| seen.insert(id.clone()));
     c.truncate(profile.semantic_limit as usize);
-    Ok((c, filled, walked))
+    Ok((c, filled))
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
@@ -911,7 +987,7 @@ pub async fn exact_identifier<C: GenericClient>(
     if key.len() < 3 {
         return Ok(Vec::new());
     }
-    product_ids(db, EXACT_IDENTIFIER_SQL, elig, &key).await
+    product_ids(db, EXACT_IDENTIFIER_SQL, elig, (&key, Type::TEXT)).await
 }
 
 /// Eligible products in deterministic order, for filter-only requests.
@@ -920,7 +996,7 @@ pub async fn metadata_only<C: GenericClient>(
     elig: &Eligibility,
     pool: i64,
 ) -> Result<Vec<String>, tokio_postgres::Error> {
-    product_ids(db, METADATA_ONLY_SQL, elig, &pool).await
+    product_ids(db, METADATA_ONLY_SQL, elig, (&pool, Type::INT8)).await
 }
 
 /// Which of `ids` pass the eligibility predicate now, in id order (a replay
@@ -930,7 +1006,7 @@ pub async fn eligible_among<C: GenericClient>(
     elig: &Eligibility,
     ids: &[String],
 ) -> Result<Vec<String>, tokio_postgres::Error> {
-    product_ids(db, ELIGIBLE_AMONG_SQL, elig, &ids).await
+    product_ids(db, ELIGIBLE_AMONG_SQL, elig, (&ids, Type::TEXT_ARRAY)).await
 }
 
 /// An arm statement's rows as candidates: the product id (first column)
@@ -945,9 +1021,9 @@ async fn product_ids<C: GenericClient>(
     db: &C,
     sql: &str,
     elig: &Eligibility,
-    extra: &(dyn ToSql + Sync),
+    extra: Typed<'_>,
 ) -> Result<Vec<String>, tokio_postgres::Error> {
-    let rows = db.query(sql, &elig.params(&[extra])).await?;
+    let rows = db.query_typed(sql, &elig.typed(&[extra])).await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -1012,6 +1088,33 @@ mod tests {
                 .unwrap_or_else(|| panic!("{name} lacks the eligibility predicate"));
             let limit = sql.rfind("LIMIT").expect("every arm has a LIMIT");
             assert!(at < limit, "{name}: eligibility must come before the LIMIT");
+        }
+    }
+
+    #[test]
+    fn the_declared_eligibility_types_are_the_predicates_casts() {
+        // Every `$n::type` of the predicate, in the SQL's own spelling.
+        let cast = |n: usize| {
+            let at = ELIGIBILITY_SQL
+                .find(&format!("${n}::"))
+                .unwrap_or_else(|| panic!("${n} has no cast"));
+            let rest = &ELIGIBILITY_SQL[at + format!("${n}::").len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '[' || c == ']'))
+                .unwrap_or(rest.len());
+            rest[..end].to_string()
+        };
+        let names = [
+            (Type::TEXT, "text"),
+            (Type::TEXT_ARRAY, "text[]"),
+            (Type::BOOL, "boolean"),
+            (Type::INT8, "bigint"),
+            (Type::FLOAT4, "real"),
+            (Type::JSONB, "jsonb"),
+        ];
+        let spelled = |t: &Type| names.iter().find(|(k, _)| k == t).map_or("?", |(_, n)| n);
+        for (i, t) in ELIGIBILITY_TYPES.iter().enumerate() {
+            assert_eq!(spelled(t), cast(i + 1), "${}", i + 1);
         }
     }
 

@@ -24,13 +24,13 @@ use super::fusion::Arm;
 use super::understand::{self, Understanding};
 use super::{embed_query, Variant};
 use crate::context::Ctx;
-use crate::db::Conn;
+use crate::db::{self, Conn};
 use crate::error::Error;
 use crate::profile::RetrievalProfile;
 use deadpool_postgres::{Pool, Timeouts};
 use futures_util::future::try_join_all;
 use std::time::{Duration, Instant};
-use tokio_postgres::Transaction;
+use tokio_postgres::Client;
 
 /// What the arms of one hybrid search produced.
 pub(crate) struct ArmsOutcome {
@@ -96,18 +96,18 @@ pub(crate) async fn run_arms(
 ) -> Result<ArmsOutcome, Error> {
     let profile = &ctx.profile;
     let started = Instant::now();
-    let mut spare = spare_connections(ctx, profile.arm_connections.saturating_sub(1)).await;
-    let mut clients: Vec<&mut tokio_postgres::Client> = vec![own];
-    clients.extend(spare.iter_mut().map(|c| &mut **c));
-    let lanes = try_join_all(clients.into_iter().map(|c| async move {
-        let tx = c.build_transaction().read_only(true).start().await?;
-        arms::apply_settings(&tx, profile).await?;
-        Ok::<_, tokio_postgres::Error>(tx)
+    let spare = spare_connections(ctx, profile.arm_connections.saturating_sub(1)).await;
+    let mut lanes: Vec<&tokio_postgres::Client> = vec![&*own];
+    lanes.extend(spare.iter().map(|c| &**c));
+    // Each lane's transaction and its settings in one round trip
+    // (`db::begin`); the lanes open theirs at the same time.
+    try_join_all(lanes.iter().map(|c| async move {
+        tokio::try_join!(db::begin(c, true), arms::apply_settings(*c, profile)).map(|_| ())
     }))
     .await?;
-    let lane = |arm: Arm| &lanes[lane_of(arm, lanes.len())];
+    let lane = |arm: Arm| lanes[lane_of(arm, lanes.len())];
     let t = Instant::now();
-    let understanding = understand::understand(&lanes[0], positive, profile).await?;
+    let understanding = understand::understand(lanes[0], positive, profile).await?;
     let understand_ms = arms::ms_since(t);
     // The text arms search for the corrected words; the semantic arm embeds
     // the query as written (see `understand`).
@@ -146,7 +146,7 @@ pub(crate) async fn run_arms(
     let ((exact_ids, mut lexical), mut trigram, (mut semantic, embed_ms, warning)) =
         (lexical_out, trigram, semantic_out);
     let n = lanes.len();
-    try_join_all(lanes.into_iter().map(|tx| tx.commit())).await?;
+    try_join_all(lanes.iter().map(|c| db::commit(c))).await?;
     // The extra connections go back to the pool now: hydration, rerank and
     // the receipt need only the search's own.
     spare.iter().for_each(Conn::settle);
@@ -181,7 +181,7 @@ fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
 /// The lexical arm for the understood query and the query as written
 /// ([`arms::lexical_understood`]).
 async fn lexical_arm(
-    tx: &Transaction<'_>,
+    tx: &Client,
     enabled: bool,
     elig: &Eligibility,
     (positive, written): (&str, &str),
@@ -200,7 +200,7 @@ async fn lexical_arm(
 /// name an identity: then there is nothing for it to match
 /// (`arms::identity_query`).
 async fn trigram_arm(
-    tx: &Transaction<'_>,
+    tx: &Client,
     enabled: bool,
     elig: &Eligibility,
     positive: &str,
@@ -225,7 +225,7 @@ async fn trigram_arm(
 /// and the warning.
 async fn semantic_arm(
     ctx: &Ctx,
-    tx: &Transaction<'_>,
+    tx: &Client,
     enabled: bool,
     elig: &Eligibility,
     positive: &str,

@@ -42,6 +42,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -651,10 +652,14 @@ async fn metadata_only(
     // In a read-only transaction of its own, so that the statement is
     // bounded by the same `SET LOCAL statement_timeout` as the arms'
     // (connections through RDS Proxy have no session default).
-    let tx = client.build_transaction().read_only(true).start().await?;
-    arms::apply_settings(&tx, profile).await?;
-    let ids = arms::metadata_only(&tx, elig, profile.pool_size as i64).await?;
-    tx.commit().await?;
+    // One round trip (`db::begin`).
+    let client = &*client;
+    let (_, _, ids, _) = tokio::try_join!(
+        crate::db::begin(client, true),
+        arms::apply_settings(client, profile),
+        arms::metadata_only(client, elig, profile.pool_size as i64),
+        crate::db::commit(client),
+    )?;
     trace.timings.insert("metadata", arms::ms_since(t));
     let members = ids
         .into_iter()
@@ -716,18 +721,33 @@ async fn hydrate(
 ) -> Result<HydrateOutcome, Error> {
     let t = Instant::now();
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
-    let tx = crate::db::bounded_transaction(client, ctx.profile.statement_timeout_ms, true).await?;
-    let rows = tx
-        .query(include_str!("sql/hydrate.sql"), &[&ids, &reads_catalog])
-        .await?;
-    let lexeme_rows = match (positive, reads_catalog) {
-        (Some(p), true) => {
-            tx.query(include_str!("sql/query_lexemes.sql"), &[&p])
-                .await?
+    // One round trip: the transaction, its bound, the reads and the commit
+    // go out together (`db::begin`).
+    let client = &*client;
+    let lexemes = async {
+        match (positive, reads_catalog) {
+            (Some(p), true) => {
+                client
+                    .query_typed(include_str!("sql/query_lexemes.sql"), &[(&p, Type::TEXT)])
+                    .await
+            }
+            _ => Ok(Vec::new()),
         }
-        _ => Vec::new(),
     };
-    tx.commit().await?;
+    let params = [
+        (
+            &ids as &(dyn tokio_postgres::types::ToSql + Sync),
+            Type::TEXT_ARRAY,
+        ),
+        (&reads_catalog, Type::BOOL),
+    ];
+    let (_, _, rows, lexeme_rows, _) = tokio::try_join!(
+        crate::db::begin(client, true),
+        crate::db::set_statement_timeout(client, ctx.profile.statement_timeout_ms),
+        client.query_typed(include_str!("sql/hydrate.sql"), &params),
+        lexemes,
+        crate::db::commit(client),
+    )?;
     let products: BTreeMap<String, ProductRow> = rows
         .iter()
         .map(|r| (r.get(0), ProductRow::from_row(r)))

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io::Read;
 use std::sync::LazyLock;
+use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
 /// The English words, read once.
@@ -218,7 +219,12 @@ pub async fn understand<C: GenericClient>(
         profile.correction_min_similarity
     ))
     .await?;
-    let rows = db.query(VOCABULARY_SQL, &[&words, &NEIGHBOURS]).await?;
+    let rows = db
+        .query_typed(
+            VOCABULARY_SQL,
+            &[(&words, Type::TEXT_ARRAY), (&NEIGHBOURS, Type::INT8)],
+        )
+        .await?;
     let mut corrections = Vec::new();
     let mut unknown = Vec::new();
     for w in &words {
