@@ -372,8 +372,7 @@ async fn bench_size(
         true => {
             let delay = std::time::Duration::from_secs_f64(args.network_delay_ms / 1000.0);
             let port =
-                crate::bench_relay::start(crate::bench_relay::target_of(&runtime_url)?, delay)
-                    .await?;
+                crate::bench_relay::start(crate::bench_relay::target_of(&runtime_url)?, delay)?;
             println!(
                 "service and floor connections through a relay adding {} ms each way",
                 args.network_delay_ms

@@ -284,6 +284,21 @@ pub async fn apply_settings<C: GenericClient>(
     Ok(())
 }
 
+/// `SET LOCAL name = value` as one statement, for a caller to send in the
+/// same round trip as the statements it governs (`tokio::try_join!`; see
+/// [`crate::db::begin`]).
+pub async fn set_local<C: GenericClient>(
+    db: &C,
+    name: &str,
+    value: String,
+) -> Result<u64, tokio_postgres::Error> {
+    db.execute_typed(
+        "SELECT set_config($1, $2, true)",
+        &[(&name, Type::TEXT), (&value, Type::TEXT)],
+    )
+    .await
+}
+
 /// An attribute filter in the projection's form (migration 0011): every
 /// value as a one-item list, so that `attributes @> $9` holds when the
 /// product's value equals it or its list contains it.
@@ -685,17 +700,13 @@ async fn trigram_step<C: GenericClient>(
     budget: i64,
     profile: &RetrievalProfile,
 ) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
-    // One simple-protocol round trip; `th` is a number we format.
-    db.batch_execute(&format!(
-        "SELECT set_config('pg_trgm.word_similarity_threshold', '{th}', true)"
-    ))
-    .await?;
-    let rows = db
-        .query_typed(
-            TRIGRAM_SQL,
-            &elig.typed(&[(&q, Type::TEXT), (&budget, Type::INT8)]),
-        )
-        .await?;
+    // The step's threshold (SET LOCAL) and the step: one round trip.
+    let th = th.to_string();
+    let params = elig.typed(&[(&q, Type::TEXT), (&budget, Type::INT8)]);
+    let (_, rows) = tokio::try_join!(
+        set_local(db, "pg_trgm.word_similarity_threshold", th),
+        db.query_typed(TRIGRAM_SQL, &params),
+    )?;
     let mut scored: Vec<(String, f64)> = rows
         .iter()
         .map(|r| {

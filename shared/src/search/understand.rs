@@ -213,18 +213,19 @@ pub async fn understand<C: GenericClient>(
             ..Understanding::default()
         });
     }
-    // One simple-protocol round trip; the threshold is a number we format.
-    db.batch_execute(&format!(
-        "SELECT set_config('pg_trgm.similarity_threshold', '{}', true)",
-        profile.correction_min_similarity
-    ))
-    .await?;
-    let rows = db
-        .query_typed(
-            VOCABULARY_SQL,
-            &[(&words, Type::TEXT_ARRAY), (&NEIGHBOURS, Type::INT8)],
-        )
-        .await?;
+    // The similarity floor (SET LOCAL) and the lookup: one round trip.
+    let floor = profile.correction_min_similarity.to_string();
+    let params = [
+        (
+            &words as &(dyn tokio_postgres::types::ToSql + Sync),
+            Type::TEXT_ARRAY,
+        ),
+        (&NEIGHBOURS, Type::INT8),
+    ];
+    let (_, rows) = tokio::try_join!(
+        super::arms::set_local(db, "pg_trgm.similarity_threshold", floor),
+        db.query_typed(VOCABULARY_SQL, &params),
+    )?;
     let mut corrections = Vec::new();
     let mut unknown = Vec::new();
     for w in &words {
