@@ -40,11 +40,16 @@ pub(crate) struct ArmsOutcome {
     pub semantic: ArmResult,
     /// The query-understanding step's record (corrections, identifiers).
     pub understanding: Understanding,
+    /// The understanding's milliseconds, with the start of the own lane's
+    /// transaction that travels with it.
     pub understand_ms: f64,
     pub embed_ms: f64,
     pub arms_ms: f64,
     /// Set when the semantic arm could not run (no query vector).
     pub warning: Option<String>,
+    /// The extra lanes, their read-only transactions still open: [`finish`]
+    /// commits them while hydration reads, off the search's critical path.
+    pub spare: Vec<Conn>,
 }
 
 /// The lane (index into the search's connections) an arm runs on. The
@@ -83,9 +88,15 @@ async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
 /// query-understanding step runs first, on the search's own lane, and the
 /// text arms search for the query it settles on ([`Understanding::query`]);
 /// the exact-identifier lookup and the semantic arm keep the words as
-/// written. The query is embedded
-/// while the lexical arms run, and the semantic arm starts as soon as the
-/// vector exists.
+/// written. The query is embedded from the start, while the lanes open and
+/// the text arms run, and the semantic arm starts as soon as the vector and
+/// its lane are ready.
+///
+/// Round trips: the own lane's transaction, its settings and the
+/// understanding go out together (`db::begin`), the other lanes open theirs
+/// at the same time. Every lane's read-only transaction is left open: the
+/// caller's next reads (hydration) end the own lane's, and [`finish`]
+/// commits the others at the same time, so no `COMMIT` waits on the way.
 pub(crate) async fn run_arms(
     ctx: &Ctx,
     own: &mut tokio_postgres::Client,
@@ -99,58 +110,66 @@ pub(crate) async fn run_arms(
     let spare = spare_connections(ctx, profile.arm_connections.saturating_sub(1)).await;
     let mut lanes: Vec<&tokio_postgres::Client> = vec![&*own];
     lanes.extend(spare.iter().map(|c| &**c));
-    // Each lane's transaction and its settings in one round trip
-    // (`db::begin`); the lanes open theirs at the same time.
-    try_join_all(lanes.iter().map(|c| async move {
-        tokio::try_join!(db::begin(c, true), arms::apply_settings(*c, profile)).map(|_| ())
-    }))
-    .await?;
     let lane = |arm: Arm| lanes[lane_of(arm, lanes.len())];
-    let t = Instant::now();
-    let understanding = understand::understand(lanes[0], positive, profile).await?;
-    let understand_ms = arms::ms_since(t);
+    let enabled = |arm: Arm| variant.arms[arm as usize];
     // The text arms search for the corrected words; the semantic arm embeds
     // the query as written (see `understand`).
     let written = positive;
-    let positive = understanding.query(positive);
-    let enabled = |arm: Arm| variant.arms[arm as usize];
+    // Tells the semantic side that every lane's transaction is open.
+    let (opened, lanes_open) = tokio::sync::oneshot::channel::<()>();
 
-    let lexical_side = async {
-        tokio::try_join!(
-            arms::exact_identifier(lane(Arm::Lexical), elig, q),
-            lexical_arm(
-                lane(Arm::Lexical),
-                enabled(Arm::Lexical),
-                elig,
-                (positive, written),
-                profile
-            ),
-        )
+    let text_side = async {
+        let t = Instant::now();
+        let own_lane = async {
+            let (_, _, understanding) = tokio::try_join!(
+                db::begin(lanes[0], true),
+                arms::apply_settings(lanes[0], profile),
+                understand::understand(lanes[0], written, profile),
+            )?;
+            Ok::<_, tokio_postgres::Error>((understanding, arms::ms_since(t)))
+        };
+        let other_lanes = try_join_all(lanes[1..].iter().map(|c| async move {
+            tokio::try_join!(db::begin(c, true), arms::apply_settings(*c, profile)).map(|_| ())
+        }));
+        let ((understanding, understand_ms), _) = tokio::try_join!(own_lane, other_lanes)?;
+        let _ = opened.send(());
+        let positive = understanding.query(written);
+        let lexical_side = async {
+            tokio::try_join!(
+                arms::exact_identifier(lane(Arm::Lexical), elig, q),
+                lexical_arm(
+                    lane(Arm::Lexical),
+                    enabled(Arm::Lexical),
+                    elig,
+                    (positive, written),
+                    profile
+                ),
+            )
+        };
+        let trigram_side = trigram_arm(
+            lane(Arm::Trigram),
+            enabled(Arm::Trigram),
+            elig,
+            positive,
+            profile,
+        );
+        let (lexical_out, trigram) = tokio::try_join!(lexical_side, trigram_side)?;
+        Ok::<_, Error>((understanding, understand_ms, lexical_out, trigram))
     };
-    let trigram_side = trigram_arm(
-        lane(Arm::Trigram),
-        enabled(Arm::Trigram),
-        elig,
-        positive,
-        profile,
-    );
-    let semantic_side = semantic_arm(
-        ctx,
-        lane(Arm::Semantic),
-        enabled(Arm::Semantic),
-        elig,
-        written,
-    );
-    let (lexical_out, trigram, semantic_out) =
-        tokio::try_join!(lexical_side, trigram_side, semantic_side)?;
+    let semantic_side = async {
+        let embedded = embedding(ctx, enabled(Arm::Semantic), written).await;
+        // Only fails when the lanes did not open, whose error the join
+        // returns first.
+        lanes_open
+            .await
+            .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
+        Ok::<_, Error>(semantic_arm(lane(Arm::Semantic), embedded, elig, profile).await?)
+    };
+    let ((understanding, understand_ms, lexical_out, trigram), semantic_out) =
+        tokio::try_join!(text_side, semantic_side)?;
     let ((exact_ids, mut lexical), mut trigram, (mut semantic, embed_ms, warning)) =
         (lexical_out, trigram, semantic_out);
     let n = lanes.len();
-    try_join_all(lanes.iter().map(|c| db::commit(c))).await?;
-    // The extra connections go back to the pool now: hydration, rerank and
-    // the receipt need only the search's own.
-    spare.iter().for_each(Conn::settle);
-    drop(spare);
     mark_lanes(ctx, n, [&mut lexical, &mut trigram, &mut semantic]);
     Ok(ArmsOutcome {
         exact_ids,
@@ -162,7 +181,18 @@ pub(crate) async fn run_arms(
         embed_ms,
         arms_ms: arms::ms_since(started),
         warning,
+        spare,
     })
+}
+
+/// Commits the extra lanes' read-only transactions and hands their
+/// connections back to the pool: hydration, rerank and the receipt need
+/// only the search's own. A lane that fails to commit is closed, not reused
+/// ([`Conn`]).
+pub(crate) async fn finish(spare: Vec<Conn>) -> Result<(), tokio_postgres::Error> {
+    try_join_all(spare.iter().map(|c| db::commit(c))).await?;
+    spare.iter().for_each(Conn::settle);
+    Ok(())
 }
 
 /// The lexical arm, unless the variant turned it off.
@@ -219,32 +249,41 @@ async fn trigram_arm(
     }
 }
 
-/// The semantic arm, unless the variant turned it off: the query is
-/// embedded, then the arm runs on `tx`. Without a query vector the arm is
-/// skipped with a warning. Returns the arm, the embedding's milliseconds
-/// and the warning.
-async fn semantic_arm(
+/// The query's vector (or why there is none) and the milliseconds it took;
+/// `None` when the variant turned the semantic arm off.
+async fn embedding(
     ctx: &Ctx,
-    tx: &Client,
     enabled: bool,
-    elig: &Eligibility,
-    positive: &str,
-) -> Result<(ArmResult, f64, Option<String>), tokio_postgres::Error> {
-    let profile = &ctx.profile;
+    written: &str,
+) -> Option<(Result<pgvector::Vector, String>, f64)> {
     let t = Instant::now();
-    if !enabled {
-        let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::Disabled);
-        return Ok((skipped, 0.0, None));
+    match enabled {
+        true => Some((embed_query(ctx, written).await, arms::ms_since(t))),
+        false => None,
     }
-    match embed_query(ctx, positive).await {
-        Ok(v) => {
-            let embed_ms = arms::ms_since(t);
+}
+
+/// The semantic arm on `tx` for the query's vector. Without one the arm is
+/// skipped, with a warning when embedding failed. Returns the arm, the
+/// embedding's milliseconds and the warning.
+async fn semantic_arm(
+    tx: &Client,
+    embedded: Option<(Result<pgvector::Vector, String>, f64)>,
+    elig: &Eligibility,
+    profile: &RetrievalProfile,
+) -> Result<(ArmResult, f64, Option<String>), tokio_postgres::Error> {
+    match embedded {
+        None => {
+            let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::Disabled);
+            Ok((skipped, 0.0, None))
+        }
+        Some((Ok(v), embed_ms)) => {
             let arm = arms::semantic(tx, elig, &v, profile).await?;
             Ok((arm, embed_ms, None))
         }
-        Err(warning) => {
+        Some((Err(warning), embed_ms)) => {
             let skipped = ArmResult::skipped(profile.semantic_limit, SkipReason::NoQueryVector);
-            Ok((skipped, arms::ms_since(t), Some(warning)))
+            Ok((skipped, embed_ms, Some(warning)))
         }
     }
 }

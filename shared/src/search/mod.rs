@@ -494,6 +494,8 @@ struct Candidates {
     strategy: Strategy,
     arms: ArmResults,
     members: Vec<Member>,
+    /// The arms' extra lanes, to be committed ([`lanes::finish`]).
+    spare: Vec<crate::db::Conn>,
 }
 
 /// The pool with its catalog fields, and the query's lexeme statistics
@@ -536,14 +538,12 @@ async fn pipeline(
     // terms; none when the request or the variant turned the stage off.
     let rerank_query = positive.as_deref().filter(|_| req.rerank && variant.rerank);
     let reads_catalog = reads_catalog(ctx, rerank_query, &found.members);
-    let mut pool = hydrate(
-        ctx,
-        &mut conn,
-        found.members,
-        positive.as_deref(),
-        reads_catalog,
-    )
-    .await?;
+    // The arms' extra lanes commit while hydration reads (and ends the
+    // search connection's transaction): both in the same round trip.
+    let (mut pool, ()) = tokio::try_join!(
+        hydrate(&mut conn, found.members, positive.as_deref(), reads_catalog),
+        async { Ok::<_, Error>(lanes::finish(found.spare).await?) },
+    )?;
     trace.timings.insert("hydrate", pool.ms);
     // The connection goes back to the pool while the reranker runs; the
     // receipt takes one again.
@@ -584,7 +584,8 @@ async fn pipeline(
 }
 
 /// Stages 2–5: the strategy, the arms and the fused pool (or the filters'
-/// order for a metadata-only search).
+/// order for a metadata-only search). Leaves the read-only transaction of
+/// `client` open for [`hydrate`].
 async fn candidates(
     ctx: &Ctx,
     client: &mut tokio_postgres::Client,
@@ -638,6 +639,7 @@ async fn candidates(
         strategy,
         arms,
         members,
+        spare: out.spare,
     })
 }
 
@@ -649,16 +651,15 @@ async fn metadata_only(
     trace: &mut Trace,
 ) -> Result<Candidates, Error> {
     let t = Instant::now();
-    // In a read-only transaction of its own, so that the statement is
-    // bounded by the same `SET LOCAL statement_timeout` as the arms'
-    // (connections through RDS Proxy have no session default).
-    // One round trip (`db::begin`).
+    // In a read-only transaction, so that the statement is bounded by the
+    // same `SET LOCAL statement_timeout` as the arms' (connections through
+    // RDS Proxy have no session default). One round trip (`db::begin`);
+    // the transaction stays open for hydration, which ends it.
     let client = &*client;
-    let (_, _, ids, _) = tokio::try_join!(
+    let (_, _, ids) = tokio::try_join!(
         crate::db::begin(client, true),
         arms::apply_settings(client, profile),
         arms::metadata_only(client, elig, profile.pool_size as i64),
-        crate::db::commit(client),
     )?;
     trace.timings.insert("metadata", arms::ms_since(t));
     let members = ids
@@ -670,6 +671,7 @@ async fn metadata_only(
         strategy: Strategy::MetadataOnly,
         arms: ArmResults::default(),
         members,
+        spare: Vec::new(),
     })
 }
 
@@ -710,10 +712,11 @@ struct HydrateOutcome {
 }
 
 /// The pool's catalog fields, and the rerank stage's catalog statistics for
-/// the query's lexemes, read in one bounded transaction: the reranker itself
-/// touches no connection. Members whose product is gone are dropped.
+/// the query's lexemes, read in the read-only transaction the candidates
+/// left open on `client` (bounded by its `statement_timeout`), which this
+/// ends: the reranker itself touches no connection. Members whose product
+/// is gone are dropped.
 async fn hydrate(
-    ctx: &Ctx,
     client: &mut tokio_postgres::Client,
     mut members: Vec<Member>,
     positive: Option<&str>,
@@ -721,8 +724,8 @@ async fn hydrate(
 ) -> Result<HydrateOutcome, Error> {
     let t = Instant::now();
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
-    // One round trip: the transaction, its bound, the reads and the commit
-    // go out together (`db::begin`).
+    // One round trip: the reads and the commit go out together
+    // (`db::begin`).
     let client = &*client;
     let lexemes = async {
         match (positive, reads_catalog) {
@@ -741,9 +744,7 @@ async fn hydrate(
         ),
         (&reads_catalog, Type::BOOL),
     ];
-    let (_, _, rows, lexeme_rows, _) = tokio::try_join!(
-        crate::db::begin(client, true),
-        crate::db::set_statement_timeout(client, ctx.profile.statement_timeout_ms),
+    let (rows, lexeme_rows, _) = tokio::try_join!(
         client.query_typed(include_str!("sql/hydrate.sql"), &params),
         lexemes,
         crate::db::commit(client),
