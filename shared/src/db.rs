@@ -532,12 +532,23 @@ pub async fn set_statement_timeout<C: GenericClient>(
     tx: &C,
     timeout_ms: u64,
 ) -> Result<(), tokio_postgres::Error> {
-    tx.execute_typed(
-        "SELECT set_config('statement_timeout', $1, true)",
-        &[(&timeout_ms.to_string(), Type::TEXT)],
-    )
-    .await?;
+    set_local(tx, "statement_timeout", timeout_ms.to_string()).await?;
     Ok(())
+}
+
+/// `SET LOCAL name = value` as one statement, for a caller to send in the
+/// same round trip as the statements it governs (`tokio::try_join!`; see
+/// [`begin`]).
+pub async fn set_local<C: GenericClient>(
+    db: &C,
+    name: &str,
+    value: String,
+) -> Result<u64, tokio_postgres::Error> {
+    db.execute_typed(
+        "SELECT set_config($1, $2, true)",
+        &[(&name, Type::TEXT), (&value, Type::TEXT)],
+    )
+    .await
 }
 
 /// `START TRANSACTION` on `client`, for a caller that joins it with the

@@ -284,21 +284,6 @@ pub async fn apply_settings<C: GenericClient>(
     Ok(())
 }
 
-/// `SET LOCAL name = value` as one statement, for a caller to send in the
-/// same round trip as the statements it governs (`tokio::try_join!`; see
-/// [`crate::db::begin`]).
-pub async fn set_local<C: GenericClient>(
-    db: &C,
-    name: &str,
-    value: String,
-) -> Result<u64, tokio_postgres::Error> {
-    db.execute_typed(
-        "SELECT set_config($1, $2, true)",
-        &[(&name, Type::TEXT), (&value, Type::TEXT)],
-    )
-    .await
-}
-
 /// An attribute filter in the projection's form (migration 0011): every
 /// value as a one-item list, so that `attributes @> $9` holds when the
 /// product's value equals it or its list contains it.
@@ -704,7 +689,7 @@ async fn trigram_step<C: GenericClient>(
     let th = th.to_string();
     let params = elig.typed(&[(&q, Type::TEXT), (&budget, Type::INT8)]);
     let (_, rows) = tokio::try_join!(
-        set_local(db, "pg_trgm.word_similarity_threshold", th),
+        crate::db::set_local(db, "pg_trgm.word_similarity_threshold", th),
         db.query_typed(TRIGRAM_SQL, &params),
     )?;
     let mut scored: Vec<(String, f64)> = rows

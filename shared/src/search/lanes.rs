@@ -121,16 +121,13 @@ pub(crate) async fn run_arms(
     let text_side = async {
         let t = Instant::now();
         let own_lane = async {
-            let (_, _, understanding) = tokio::try_join!(
-                db::begin(lanes[0], true),
-                arms::apply_settings(lanes[0], profile),
+            let (_, understanding) = tokio::try_join!(
+                open(lanes[0], profile),
                 understand::understand(lanes[0], written, profile),
             )?;
             Ok::<_, tokio_postgres::Error>((understanding, arms::ms_since(t)))
         };
-        let other_lanes = try_join_all(lanes[1..].iter().map(|c| async move {
-            tokio::try_join!(db::begin(c, true), arms::apply_settings(*c, profile)).map(|_| ())
-        }));
+        let other_lanes = try_join_all(lanes[1..].iter().map(|c| open(c, profile)));
         let ((understanding, understand_ms), _) = tokio::try_join!(own_lane, other_lanes)?;
         let _ = opened.send(());
         let positive = understanding.query(written);
@@ -183,6 +180,21 @@ pub(crate) async fn run_arms(
         warning,
         spare,
     })
+}
+
+/// Opens a lane's read-only transaction with the arms' settings
+/// (`arms::apply_settings`), both sent on the first poll: a caller that
+/// joins it with the lane's first statements sends them in the same round
+/// trip ([`db::begin`]).
+pub(crate) async fn open(
+    client: &Client,
+    profile: &RetrievalProfile,
+) -> Result<(), tokio_postgres::Error> {
+    tokio::try_join!(
+        db::begin(client, true),
+        arms::apply_settings(client, profile)
+    )?;
+    Ok(())
 }
 
 /// Commits the extra lanes' read-only transactions and hands their

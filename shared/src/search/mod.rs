@@ -542,7 +542,7 @@ async fn pipeline(
     // search connection's transaction): both in the same round trip.
     let (mut pool, ()) = tokio::try_join!(
         hydrate(&mut conn, found.members, positive.as_deref(), reads_catalog),
-        async { Ok::<_, Error>(lanes::finish(found.spare).await?) },
+        async { lanes::finish(found.spare).await.map_err(Error::from) },
     )?;
     trace.timings.insert("hydrate", pool.ms);
     // The connection goes back to the pool while the reranker runs; the
@@ -656,9 +656,8 @@ async fn metadata_only(
     // RDS Proxy have no session default). One round trip (`db::begin`);
     // the transaction stays open for hydration, which ends it.
     let client = &*client;
-    let (_, _, ids) = tokio::try_join!(
-        crate::db::begin(client, true),
-        arms::apply_settings(client, profile),
+    let (_, ids) = tokio::try_join!(
+        lanes::open(client, profile),
         arms::metadata_only(client, elig, profile.pool_size as i64),
     )?;
     trace.timings.insert("metadata", arms::ms_since(t));

@@ -223,7 +223,7 @@ pub async fn understand<C: GenericClient>(
         (&NEIGHBOURS, Type::INT8),
     ];
     let (_, rows) = tokio::try_join!(
-        super::arms::set_local(db, "pg_trgm.similarity_threshold", floor),
+        crate::db::set_local(db, "pg_trgm.similarity_threshold", floor),
         db.query_typed(VOCABULARY_SQL, &params),
     )?;
     let mut corrections = Vec::new();
