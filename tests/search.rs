@@ -1552,8 +1552,18 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
             semantic_domain_walk_min_rows: 0,
             ..narrow.clone()
         },
+        // Domain walks that may walk on past their first candidate list.
+        RetrievalProfile {
+            semantic_domain_walk_ef: 40,
+            semantic_domain_walk_tuples: 20_000,
+            semantic_domain_walk_min_rows: 0,
+            ..narrow.clone()
+        },
     ];
-    for (p, mode) in variants.iter().zip(["hnsw", "hnsw_domain_walks"]) {
+    for (p, mode) in variants
+        .iter()
+        .zip(["hnsw", "hnsw_domain_walks", "hnsw_domain_walks"])
+    {
         let (r, ef) = semantic_alone(&mut c, &v, p, &Filters::default()).await;
         assert_eq!(r.mode.unwrap().to_string(), mode);
         assert_eq!(r.returned, 150);
@@ -1599,6 +1609,90 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
         .unwrap()
         .get(0);
     assert_eq!(bad, 0);
+}
+
+#[tokio::test]
+async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
+    let db = TestDb::with_sample("far_domain").await;
+    let mut c = db.owner().await;
+    c.execute("ANALYZE search.product_projection", &[])
+        .await
+        .unwrap();
+    // A product's own vector: its nearest products are in its domain.
+    let row = c
+        .query_one(
+            "SELECT embedding, domain FROM search.product_projection
+             WHERE embedding IS NOT NULL ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (v, home): (pgvector::Vector, String) = (row.get(0), row.get(1));
+    let other: String = c
+        .query_one(
+            "SELECT domain FROM search.product_projection WHERE domain <> $1
+             GROUP BY domain ORDER BY count(*) DESC LIMIT 1",
+            &[&home],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    // The HNSW route at this size, and a short first walk.
+    let p = RetrievalProfile {
+        semantic_exact_threshold: 0,
+        semantic_domain_walk_min_rows: 0,
+        hnsw_ef_search: 10,
+        semantic_far_domain_overfetch: 1_000,
+        ..Default::default()
+    };
+    let in_domain = |d: &str| Filters {
+        domain: Some(d.to_string()),
+        ..Default::default()
+    };
+    let mode = |r: &arms::ArmResult| r.mode.unwrap().to_string();
+    // Near its own domain: the usual walk.
+    let (r, ef) = semantic_alone(&mut c, &v, &p, &in_domain(&home)).await;
+    assert_eq!(mode(&r), "hnsw");
+    assert_eq!(ef, "10 20000");
+    // Far from the other domain: that domain's graph, walked longer, and
+    // every row still in that domain.
+    let (long, ef) = semantic_alone(&mut c, &v, &p, &in_domain(&other)).await;
+    assert_eq!(mode(&long), "hnsw_long_walk");
+    assert_eq!(ef, "10 20000", "the check's settings do not outlive it");
+    assert_eq!(long.returned, 150);
+    let ids: Vec<String> = long.candidates.iter().map(|(id, _)| id.clone()).collect();
+    let outside: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection
+             WHERE product_id = ANY ($1) AND domain <> $2",
+            &[&ids, &other],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(outside, 0);
+    // The longer walk only ever brings nearer rows than the usual one.
+    let off = RetrievalProfile {
+        semantic_far_domain_overfetch: 0,
+        ..p.clone()
+    };
+    let (short, _) = semantic_alone(&mut c, &v, &off, &in_domain(&other)).await;
+    assert_eq!(mode(&short), "hnsw");
+    for (k, (got, before)) in long.candidates.iter().zip(&short.candidates).enumerate() {
+        assert!(
+            got.1 >= before.1 - 1e-9,
+            "rank {k}: {} < {}",
+            got.1,
+            before.1
+        );
+    }
+    // Below the size the walks start at, the check changes nothing.
+    let small = RetrievalProfile {
+        semantic_domain_walk_min_rows: i64::MAX,
+        ..p.clone()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &small, &in_domain(&other)).await;
+    assert_eq!(mode(&r), "hnsw");
 }
 
 #[tokio::test]

@@ -75,11 +75,13 @@ pub struct BenchArgs {
     kill_every_ms: u64,
     /// Also sweep profile values with direct arm calls: `semantic`
     /// (hnsw_ef_search, semantic_overfetch, semantic_domain_walk_ef,
-    /// semantic_exact_threshold), `lexical`
+    /// semantic_exact_threshold), `walks` (the walks together: ef_search /
+    /// domain walk ef_search / domain walk tuples / overfetch), `far`
+    /// (semantic_far_domain_overfetch), `lexical`
     /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
     /// unbounded cascade), `perfect` (trigram_perfect_first off and on,
-    /// interleaved query by query); several with commas; alone, all four.
-    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "lexical", "trigram", "perfect"])]
+    /// interleaved query by query); several with commas; alone, all six.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "lexical", "trigram", "perfect"])]
     sweep: Option<Vec<String>>,
     /// Embeddings of the catalog and the queries: `hashing` (feature
     /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
@@ -713,10 +715,10 @@ async fn sweep(
             .as_ref()
             .is_some_and(|a| a.is_empty() || a.iter().any(|x| x == arm))
     };
-    let mut variants: Vec<(&str, i64, RetrievalProfile)> = Vec::new();
+    let mut variants: Vec<(String, i64, RetrievalProfile)> = Vec::new();
     for ef in [200, 400, 800, 1000] {
         variants.push((
-            "hnsw_ef_search",
+            "hnsw_ef_search".to_string(),
             ef,
             RetrievalProfile {
                 hnsw_ef_search: ef,
@@ -726,7 +728,7 @@ async fn sweep(
     }
     for rows in [400, 800, 1_500] {
         variants.push((
-            "semantic_overfetch",
+            "semantic_overfetch".to_string(),
             rows,
             RetrievalProfile {
                 semantic_overfetch: rows,
@@ -736,7 +738,7 @@ async fn sweep(
     }
     for ef in [0, 40, 100, 200] {
         variants.push((
-            "semantic_domain_walk_ef",
+            "semantic_domain_walk_ef".to_string(),
             ef,
             RetrievalProfile {
                 semantic_domain_walk_ef: ef,
@@ -744,9 +746,43 @@ async fn sweep(
             },
         ));
     }
+    // The walks together: the whole catalog's walk (`hnsw_ef_search`, and
+    // `semantic_overfetch` rows deep), the domain walks' `ef_search` and
+    // their scan budget (tuples).
+    for (ef, walk_ef, tuples, rows) in [
+        (400, 40, 1, 150),
+        (400, 40, 2_000, 150),
+        (400, 100, 1, 150),
+        (400, 100, 2_000, 150),
+        (1_000, 40, 1, 1_500),
+    ] {
+        variants.push((
+            format!("walks {ef}/{walk_ef}/{tuples}/{rows}"),
+            0,
+            RetrievalProfile {
+                hnsw_ef_search: ef,
+                semantic_domain_walk_ef: walk_ef,
+                semantic_domain_walk_tuples: tuples,
+                semantic_overfetch: rows,
+                ..base.clone()
+            },
+        ));
+    }
+    // The longer walk of a domain filter's graph for queries far from it
+    // (its rows; 0: off).
+    for rows in [0, 1_000, 1_500, 3_000] {
+        variants.push((
+            "semantic_far_domain_overfetch".to_string(),
+            rows,
+            RetrievalProfile {
+                semantic_far_domain_overfetch: rows,
+                ..base.clone()
+            },
+        ));
+    }
     for th in [1_000, 3_000, 10_000, 30_000] {
         variants.push((
-            "semantic_exact_threshold",
+            "semantic_exact_threshold".to_string(),
             th,
             RetrievalProfile {
                 semantic_exact_threshold: th,
@@ -756,7 +792,7 @@ async fn sweep(
     }
     for b in [500, 2_000, 5_000] {
         variants.push((
-            "lexical_scan_budget",
+            "lexical_scan_budget".to_string(),
             b,
             RetrievalProfile {
                 lexical_scan_budget: b,
@@ -764,15 +800,17 @@ async fn sweep(
             },
         ));
     }
-    variants.retain(|(param, _, _)| match *param {
+    variants.retain(|(param, _, _)| match param.as_str() {
         "lexical_scan_budget" => wants("lexical"),
+        p if p.starts_with("walks") => wants("walks"),
+        "semantic_far_domain_overfetch" => wants("far"),
         _ => wants("semantic"),
     });
     for (param, value, p) in &variants {
         for (si, shape) in SHAPES.iter().enumerate() {
             let (mut ms, mut rec, mut ties, mut bad) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
             let mut routes: BTreeMap<String, usize> = BTreeMap::new();
-            if *param == "lexical_scan_budget" {
+            if param == "lexical_scan_budget" {
                 for q in queries {
                     let (text, elig) = direct_input(shapes, shape, q, p)?;
                     let r = bench::lexical_only(client, &elig, &text, p).await?;

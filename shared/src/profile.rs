@@ -70,6 +70,19 @@ pub struct RetrievalProfile {
     /// its first candidate list, and keeps the best `semantic_limit` rows
     /// of all the walks by exact distance.
     pub semantic_domain_walk_ef: i64,
+    /// `hnsw.max_scan_tuples` of each domain walk: graph elements a walk
+    /// visits before it stops looking further (it then returns the rest of
+    /// what it met, nearest first). 1: each walk ends at its first
+    /// candidate list, whatever the filters leave of it.
+    pub semantic_domain_walk_tuples: i64,
+    /// 0: off. Otherwise, under a domain filter in a catalog of
+    /// `semantic_domain_walk_min_rows` products or more, when none of the
+    /// query's ten nearest products (a short walk of the whole catalog's
+    /// graph) are in that domain, the walk of the domain's graph returns
+    /// this many rows (semantic_limit..=hnsw_max_scan_tuples; route
+    /// `hnsw_long_walk`), and the arm keeps the best `semantic_limit` of
+    /// them by exact distance.
+    pub semantic_far_domain_overfetch: i64,
     /// Products in the catalog (the planner's row estimate of the
     /// projection) below which the domain walks are left out: one walk of
     /// a smaller catalog's graph already finds its true neighbours.
@@ -200,6 +213,18 @@ impl Default for RetrievalProfile {
             // +18-26 ms for no recall before) and below 50,000 products: at 10k one walk already
             // has recall 1.0, so smaller catalogs pay nothing.
             semantic_domain_walk_ef: 40,
+            // `mosaic bench --sweep walks`, 100k, local model, 100 queries per shape: walking on to
+            // 2,000 elements raised the broad filter's recall@10 0.944 -> 0.963 for +2-4 ms arm
+            // p50 (unfiltered: the same statements); with hashing vectors 0.898 -> 0.900 for +6 ms.
+            // Kept at 1: the unfiltered and broad recall targets need more than this gives.
+            semantic_domain_walk_tuples: 1,
+            // `mosaic bench --sweep far`, 100k, local model, 100 anti-correlated queries (a domain
+            // filter away from the query): recall@10 0.868 off, 0.977 at 1,000 rows, 0.983 at
+            // 1,500 (whatever the walk's ef_search, 200-1000); semantic arm p50 5.2 -> 17-22 ms
+            // for those searches. Full runs with hashing vectors (ABBA): that shape's recall@10
+            // 0.761 -> 0.912 and search p50 20-21 -> 35-36 ms. Only queries none of whose ten
+            // nearest products lie in the filter's domain pay it; the others pay the check.
+            semantic_far_domain_overfetch: 1_500,
             semantic_domain_walk_min_rows: 50_000,
             rrf_k: 60.0,
             pool_size: 50,
@@ -283,7 +308,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 28] = [
+        let checks: [(bool, &str); 30] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -358,6 +383,16 @@ impl RetrievalProfile {
             (
                 (0..=1000).contains(&self.semantic_domain_walk_ef),
                 "semantic_domain_walk_ef must be 0..1000",
+            ),
+            (
+                (1..=self.hnsw_max_scan_tuples).contains(&self.semantic_domain_walk_tuples),
+                "semantic_domain_walk_tuples must be 1..hnsw_max_scan_tuples",
+            ),
+            (
+                self.semantic_far_domain_overfetch == 0
+                    || (self.semantic_limit..=self.hnsw_max_scan_tuples)
+                        .contains(&self.semantic_far_domain_overfetch),
+                "semantic_far_domain_overfetch must be 0 or semantic_limit..=hnsw_max_scan_tuples",
             ),
             (
                 self.semantic_domain_walk_min_rows >= 0,
@@ -458,6 +493,22 @@ mod tests {
             .with_snapshot(&bad)
             .unwrap_err()
             .contains("pool_size"));
+    }
+
+    #[test]
+    fn the_far_domain_walk_is_off_at_zero_and_otherwise_bounded() {
+        let get = |raw: &'static str| {
+            move |k: &str| (k == "MOSAIC_SEMANTIC_FAR_DOMAIN_OVERFETCH").then(|| raw.to_string())
+        };
+        let p = RetrievalProfile::from_lookup(get("0")).unwrap();
+        assert_eq!(p.semantic_far_domain_overfetch, 0);
+        for raw in ["100", "20001"] {
+            let err = RetrievalProfile::from_lookup(get(raw)).unwrap_err();
+            assert!(
+                err.contains("semantic_far_domain_overfetch"),
+                "{raw}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub const ELIGIBLE_COUNT_SQL: &str = include_str!("sql/eligible_count.sql");
 pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
 pub const DOMAINS_SQL: &str = include_str!("sql/domains.sql");
+pub const NEAR_DOMAIN_SQL: &str = include_str!("sql/near_domain.sql");
 pub const EXACT_IDENTIFIER_SQL: &str = include_str!("sql/exact_identifier.sql");
 pub const METADATA_ONLY_SQL: &str = include_str!("sql/metadata_only.sql");
 pub const ELIGIBLE_AMONG_SQL: &str = include_str!("sql/eligible_among.sql");
@@ -111,6 +112,9 @@ pub enum SemanticRoute {
     /// The walk of the whole catalog's graph and of each domain's graph
     /// (`semantic_domain_walk_ef`), merged by exact distance.
     HnswDomainWalks,
+    /// A domain filter's graph walked longer (`semantic_far_domain_overfetch`
+    /// rows): none of the query's nearest products are in that domain.
+    HnswLongWalk,
     /// The HNSW scan stopped short of the limit; an exact scan completed it.
     HnswUnderfilledThenExact,
 }
@@ -148,6 +152,7 @@ impl std::fmt::Display for ArmMode {
             ArmMode::Semantic(SemanticRoute::Exact) => "exact",
             ArmMode::Semantic(SemanticRoute::Hnsw) => "hnsw",
             ArmMode::Semantic(SemanticRoute::HnswDomainWalks) => "hnsw_domain_walks",
+            ArmMode::Semantic(SemanticRoute::HnswLongWalk) => "hnsw_long_walk",
             ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenExact) => {
                 "hnsw_underfilled_then_exact"
             }
@@ -829,8 +834,24 @@ pub async fn trigram<C: GenericClient>(
     ))
 }
 
+/// How many of the catalog's nearest products [`semantic`]'s check of a
+/// domain filter looks at, and the `ef_search` of that short walk
+/// (pgvector's default).
+const NEAR_CHECK_ROWS: i64 = 10;
+const NEAR_CHECK_EF: i64 = 40;
+
 /// Semantic arm with selectivity routing. Expects the HNSW settings applied
 /// with SET LOCAL by the caller (they only matter on the HNSW route).
+///
+/// Under a domain filter the walk is confined to that domain's graph. A
+/// query none of whose nearest products (across the catalog) are in that
+/// domain lies far from every node of the graph, where a greedy walk
+/// settles in the first region it reaches; from
+/// `semantic_domain_walk_min_rows` products such a walk returns
+/// `semantic_far_domain_overfetch` rows (route `hnsw_long_walk`): past its
+/// first candidate list the iterative scan walks on from the nearest
+/// nodes it left aside. The check is a short walk of the whole catalog's
+/// graph that travels with the selectivity probe.
 pub async fn semantic<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -841,24 +862,48 @@ pub async fn semantic<C: GenericClient>(
     let limit = profile.semantic_limit;
     let probe = profile.semantic_exact_threshold + 1;
     // The probe and, when the filters leave every domain open, the domain
-    // list go out together: one round trip.
+    // list go out together: one round trip. Under a domain filter, the
+    // check of the query's nearest products goes with them.
     let may_walk_domains =
         profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none();
+    let far_check = match &elig.domain {
+        Some(domain) if profile.semantic_far_domain_overfetch > 0 => Some(domain.clone()),
+        _ => None,
+    };
     let probe_params = elig.typed(&[(&probe, Type::INT8)]);
-    let (counted, domains) = tokio::try_join!(
+    let near_check = async {
+        let Some(domain) = &far_check else {
+            return Ok(None);
+        };
+        let params = [
+            (vector as &(dyn ToSql + Sync), vector_type()),
+            (domain, Type::TEXT),
+            (&NEAR_CHECK_ROWS, Type::INT8),
+        ];
+        let (_, near, _) = tokio::try_join!(
+            set_walk(db, NEAR_CHECK_EF, profile.hnsw_max_scan_tuples),
+            db.query_typed_one(NEAR_DOMAIN_SQL, &params),
+            set_walk(db, profile.hnsw_ef_search, profile.hnsw_max_scan_tuples),
+        )?;
+        Ok(Some(near.get::<_, i64>(0)))
+    };
+    let (counted, domains, near) = tokio::try_join!(
         db.query_typed_one(ELIGIBLE_COUNT_SQL, &probe_params),
         async {
             match may_walk_domains {
                 true => db.query_typed(DOMAINS_SQL, &[]).await,
                 false => Ok(Vec::new()),
             }
-        }
+        },
+        near_check,
     )?;
     let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
-    let domains: Vec<String> = match catalog_rows >= profile.semantic_domain_walk_min_rows {
+    let large = catalog_rows >= profile.semantic_domain_walk_min_rows;
+    let domains: Vec<String> = match large {
         true => domains.iter().map(|r| r.get(0)).collect(),
         false => Vec::new(),
     };
+    let far = large && near == Some(0);
     let exact = || async {
         let extra = [
             (vector as &(dyn ToSql + Sync), vector_type()),
@@ -874,7 +919,11 @@ pub async fn semantic<C: GenericClient>(
         (c, SemanticRoute::Exact, v)
     } else {
         let walked_domains = !domains.is_empty();
-        let (c, first_walk_filled) = graph_walks(db, elig, vector, profile, domains).await?;
+        let rows = match far {
+            true => profile.semantic_far_domain_overfetch,
+            false => profile.semantic_overfetch,
+        };
+        let (c, first_walk_filled) = graph_walks(db, elig, vector, profile, rows, domains).await?;
         if !first_walk_filled {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
@@ -884,6 +933,8 @@ pub async fn semantic<C: GenericClient>(
             (c, SemanticRoute::HnswUnderfilledThenExact, v)
         } else if walked_domains {
             (c, SemanticRoute::HnswDomainWalks, Verdict::Full)
+        } else if far {
+            (c, SemanticRoute::HnswLongWalk, Verdict::Full)
         } else {
             (c, SemanticRoute::Hnsw, Verdict::Full)
         }
@@ -893,11 +944,37 @@ pub async fn semantic<C: GenericClient>(
     Ok(arm)
 }
 
+/// `hnsw.ef_search` and `hnsw.max_scan_tuples` for the HNSW scans that
+/// follow on `db`, until the transaction ends or they are set again.
+async fn set_walk<C: GenericClient>(
+    db: &C,
+    ef: i64,
+    tuples: i64,
+) -> Result<(), tokio_postgres::Error> {
+    let (ef, tuples) = (ef.to_string(), tuples.to_string());
+    db.execute_typed(
+        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true)",
+        &[(&ef, Type::TEXT), (&tuples, Type::TEXT)],
+    )
+    .await
+    .map(|_| ())
+}
+
+/// `step` when `wanted`, otherwise nothing (and nothing is sent).
+async fn only_if<F>(wanted: bool, step: F) -> Result<(), tokio_postgres::Error>
+where
+    F: std::future::Future<Output = Result<(), tokio_postgres::Error>>,
+{
+    match wanted {
+        true => step.await,
+        false => Ok(()),
+    }
+}
+
 /// The HNSW route: the walk of the whole catalog's graph (or of the one
-/// domain's graph a domain filter selects), `semantic_overfetch` rows deep,
-/// and the walks of each of `domains`' graphs with
-/// `semantic_domain_walk_ef`; the best `semantic_limit` rows of all of them
-/// by exact distance.
+/// domain's graph a domain filter selects), `rows` deep, and the
+/// walks of each of `domains`' graphs with `semantic_domain_walk_ef`; the
+/// best `semantic_limit` rows of all of them by exact distance.
 ///
 /// A walk can settle among near-duplicate products far from the query's
 /// true neighbours (a cluster larger than the walk's candidate list holds
@@ -918,6 +995,7 @@ async fn graph_walks<C: GenericClient>(
     elig: &Eligibility,
     vector: &Vector,
     profile: &RetrievalProfile,
+    rows: i64,
     domains: Vec<String>,
 ) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move {
@@ -929,39 +1007,32 @@ async fn graph_walks<C: GenericClient>(
             .await
             .map(|found| scored(&found))
     };
-    // SET LOCAL for the domain walks, then back: only HNSW scans read them.
-    // Each domain walk stops at its first candidate list (a scan budget of
-    // one tuple ends the iterative scan there): under a filter it brings the
-    // eligible rows among them, and never walks on looking for more, which
-    // the whole catalog's walk already does.
-    let no_domain_walks = domains.is_empty();
-    let walk_settings = |ef: i64, tuples: i64| async move {
-        let (ef, tuples) = (ef.to_string(), tuples.to_string());
-        match no_domain_walks {
-            true => Ok(0),
-            false => {
-                db.execute_typed(
-                    "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true)",
-                    &[(&ef, Type::TEXT), (&tuples, Type::TEXT)],
-                )
-                .await
-            }
-        }
-    };
-    let rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
+    // SET LOCAL for the domain walks, then back to the profile's: only HNSW
+    // scans read them. Each domain walk stops looking after
+    // `semantic_domain_walk_tuples` graph elements (1: at its first
+    // candidate list): under a filter it brings the eligible rows among
+    // those, and the whole catalog's walk does the looking further.
+    let walks_domains = !domains.is_empty();
+    let domain_rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
     let domain_walks = domains.iter().map(|d| {
         let e = Eligibility {
             domain: Some(d.clone()),
             ..elig.clone()
         };
-        walk(e, rows)
+        walk(e, domain_rows)
     });
+    let domain_settings = set_walk(
+        db,
+        profile.semantic_domain_walk_ef,
+        profile.semantic_domain_walk_tuples,
+    );
+    let back = set_walk(db, profile.hnsw_ef_search, profile.hnsw_max_scan_tuples);
     // try_join! polls in order, so the statements are sent in this order.
     let (mut c, _, found, _) = tokio::try_join!(
-        walk(elig.clone(), profile.semantic_overfetch),
-        walk_settings(profile.semantic_domain_walk_ef, 1),
+        walk(elig.clone(), rows),
+        only_if(walks_domains, domain_settings),
         futures_util::future::try_join_all(domain_walks),
-        walk_settings(profile.hnsw_ef_search, profile.hnsw_max_scan_tuples),
+        only_if(walks_domains, back),
     )?;
     let filled = c.len() as i64 >= profile.semantic_limit;
     c.extend(found.into_iter().flatten());
