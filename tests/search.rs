@@ -1555,7 +1555,7 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
         // Domain walks that may walk on past their first candidate list.
         RetrievalProfile {
             semantic_domain_walk_ef: 40,
-            semantic_domain_walk_tuples: 20_000,
+            semantic_domain_walk_tuples: 2_000,
             semantic_domain_walk_min_rows: 0,
             ..narrow.clone()
         },
@@ -1596,19 +1596,24 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
         min_rating: Some(4.0),
         ..Default::default()
     };
-    let (r, _) = semantic_alone(&mut c, &v, &variants[1], &f).await;
-    assert_eq!(r.returned, 150);
-    let ids: Vec<String> = r.candidates.iter().map(|(id, _)| id.clone()).collect();
-    let bad: i64 = c
-        .query_one(
-            "SELECT count(*) FROM search.product_projection
-             WHERE product_id = ANY ($1) AND NOT (in_stock AND rating >= 4.0)",
-            &[&ids],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(bad, 0);
+    // Under a filter, walks that look further (a scan budget) too; their
+    // settings do not outlive them either.
+    for p in &variants[1..] {
+        let (r, ef) = semantic_alone(&mut c, &v, p, &f).await;
+        assert_eq!(r.returned, 150);
+        assert_eq!(ef, "10 20000");
+        let ids: Vec<String> = r.candidates.iter().map(|(id, _)| id.clone()).collect();
+        let bad: i64 = c
+            .query_one(
+                "SELECT count(*) FROM search.product_projection
+                 WHERE product_id = ANY ($1) AND NOT (in_stock AND rating >= 4.0)",
+                &[&ids],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(bad, 0);
+    }
 }
 
 #[tokio::test]

@@ -66,9 +66,9 @@ pub struct RetrievalProfile {
     pub semantic_overfetch: i64,
     /// 0: off. Otherwise, when the filters hold the search to no domain or
     /// category, the HNSW route also walks each domain's own graph (the
-    /// per-domain indexes) with this `hnsw.ef_search`, each walk ending at
-    /// its first candidate list, and keeps the best `semantic_limit` rows
-    /// of all the walks by exact distance.
+    /// per-domain indexes) with this `hnsw.ef_search`, each walk looking
+    /// no further than `semantic_domain_walk_tuples` allows, and keeps the
+    /// best `semantic_limit` rows of all the walks by exact distance.
     pub semantic_domain_walk_ef: i64,
     /// `hnsw.max_scan_tuples` of each domain walk: graph elements a walk
     /// visits before it stops looking further (it then returns the rest of
@@ -77,12 +77,18 @@ pub struct RetrievalProfile {
     pub semantic_domain_walk_tuples: i64,
     /// 0: off. Otherwise, under a domain filter in a catalog of
     /// `semantic_domain_walk_min_rows` products or more, when none of the
-    /// query's ten nearest products (a short walk of the whole catalog's
-    /// graph) are in that domain, the walk of the domain's graph returns
-    /// this many rows (semantic_limit..=hnsw_max_scan_tuples; route
-    /// `hnsw_long_walk`), and the arm keeps the best `semantic_limit` of
-    /// them by exact distance.
+    /// query's `semantic_far_domain_check_rows` nearest products (a short
+    /// walk of the whole catalog's graph) are in that domain, the walk of
+    /// the domain's graph returns this many rows
+    /// (semantic_overfetch..=hnsw_max_scan_tuples; route `hnsw_long_walk`),
+    /// and the arm keeps the best `semantic_limit` of them by exact
+    /// distance.
     pub semantic_far_domain_overfetch: i64,
+    /// Nearest products of the whole catalog that check looks at
+    /// (1..=semantic_limit).
+    pub semantic_far_domain_check_rows: i64,
+    /// `hnsw.ef_search` of the check's walk (1..=1000).
+    pub semantic_far_domain_check_ef: i64,
     /// Products in the catalog (the planner's row estimate of the
     /// projection) below which the domain walks are left out: one walk of
     /// a smaller catalog's graph already finds its true neighbours.
@@ -225,6 +231,10 @@ impl Default for RetrievalProfile {
             // 0.761 -> 0.912 and search p50 20-21 -> 35-36 ms. Only queries none of whose ten
             // nearest products lie in the filter's domain pay it; the others pay the check.
             semantic_far_domain_overfetch: 1_500,
+            // The check: ten nearest products, found by a walk at pgvector's default ef_search.
+            // Its answer is used only when it is zero, so it needs no more precision than that.
+            semantic_far_domain_check_rows: 10,
+            semantic_far_domain_check_ef: 40,
             semantic_domain_walk_min_rows: 50_000,
             rrf_k: 60.0,
             pool_size: 50,
@@ -278,6 +288,16 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
     }
 }
 
+/// Fields whose addition changed what a search does, with the value that
+/// does what searches did before them: a receipt recorded without the field
+/// is replayed with it.
+const BEFORE_THE_FIELD: [(&str, i64); 2] = [
+    // Domain walks ended at their first candidate list.
+    ("semantic_domain_walk_tuples", 1),
+    // A domain filter's graph was walked like any other.
+    ("semantic_far_domain_overfetch", 0),
+];
+
 impl RetrievalProfile {
     /// Defaults with `MOSAIC_*` environment overrides applied and validated.
     pub fn from_env() -> Result<Self, String> {
@@ -308,7 +328,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 30] = [
+        let checks: [(bool, &str); 32] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -386,13 +406,21 @@ impl RetrievalProfile {
             ),
             (
                 (1..=self.hnsw_max_scan_tuples).contains(&self.semantic_domain_walk_tuples),
-                "semantic_domain_walk_tuples must be 1..hnsw_max_scan_tuples",
+                "semantic_domain_walk_tuples must be 1..=hnsw_max_scan_tuples",
             ),
             (
                 self.semantic_far_domain_overfetch == 0
-                    || (self.semantic_limit..=self.hnsw_max_scan_tuples)
+                    || (self.semantic_overfetch..=self.hnsw_max_scan_tuples)
                         .contains(&self.semantic_far_domain_overfetch),
-                "semantic_far_domain_overfetch must be 0 or semantic_limit..=hnsw_max_scan_tuples",
+                "semantic_far_domain_overfetch must be 0 or semantic_overfetch..=hnsw_max_scan_tuples",
+            ),
+            (
+                (1..=self.semantic_limit).contains(&self.semantic_far_domain_check_rows),
+                "semantic_far_domain_check_rows must be 1..=semantic_limit",
+            ),
+            (
+                (1..=1000).contains(&self.semantic_far_domain_check_ef),
+                "semantic_far_domain_check_ef must be 1..=1000",
             ),
             (
                 self.semantic_domain_walk_min_rows >= 0,
@@ -445,14 +473,19 @@ impl RetrievalProfile {
 
     /// This profile with every field a receipt's `snapshot` recorded put
     /// back, validated. A field the snapshot lacks (it predates the field)
-    /// keeps this profile's value; a snapshot that is not an object changes
-    /// nothing.
+    /// keeps this profile's value, unless [`BEFORE_THE_FIELD`] names the
+    /// value that behaves as searches did before it existed; a snapshot
+    /// that is not an object changes nothing.
     pub fn with_snapshot(&self, snapshot: &serde_json::Value) -> Result<Self, String> {
         let mut value = self.snapshot();
         if let (Some(fields), Some(recorded)) = (value.as_object_mut(), snapshot.as_object()) {
             for (key, slot) in fields.iter_mut() {
                 if let Some(v) = recorded.get(key) {
                     *slot = v.clone();
+                } else if let Some((_, before)) =
+                    BEFORE_THE_FIELD.iter().find(|(field, _)| field == key)
+                {
+                    *slot = serde_json::Value::from(*before);
                 }
             }
         }
@@ -488,6 +521,10 @@ mod tests {
             .unwrap();
         assert_eq!((p.pool_size, p.rrf_k), (80, 10.0));
         assert_eq!(p.lexical_limit, RetrievalProfile::default().lexical_limit);
+        // A snapshot from before a field that changed behaviour replays as
+        // searches ran then.
+        assert_eq!(p.semantic_far_domain_overfetch, 0);
+        assert_eq!(p.semantic_domain_walk_tuples, 1);
         let bad = serde_json::json!({"pool_size": 10});
         assert!(RetrievalProfile::default()
             .with_snapshot(&bad)
@@ -502,7 +539,7 @@ mod tests {
         };
         let p = RetrievalProfile::from_lookup(get("0")).unwrap();
         assert_eq!(p.semantic_far_domain_overfetch, 0);
-        for raw in ["100", "20001"] {
+        for raw in ["100", "149", "20001"] {
             let err = RetrievalProfile::from_lookup(get(raw)).unwrap_err();
             assert!(
                 err.contains("semantic_far_domain_overfetch"),

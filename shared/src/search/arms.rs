@@ -834,14 +834,10 @@ pub async fn trigram<C: GenericClient>(
     ))
 }
 
-/// How many of the catalog's nearest products [`semantic`]'s check of a
-/// domain filter looks at, and the `ef_search` of that short walk
-/// (pgvector's default).
-const NEAR_CHECK_ROWS: i64 = 10;
-const NEAR_CHECK_EF: i64 = 40;
-
 /// Semantic arm with selectivity routing. Expects the HNSW settings applied
-/// with SET LOCAL by the caller (they only matter on the HNSW route).
+/// with SET LOCAL by the caller from the same `profile`
+/// ([`apply_settings`]): the HNSW scans read them, and the statements that
+/// change them for one walk set them back to the profile's.
 ///
 /// Under a domain filter the walk is confined to that domain's graph. A
 /// query none of whose nearest products (across the catalog) are in that
@@ -878,10 +874,14 @@ pub async fn semantic<C: GenericClient>(
         let params = [
             (vector as &(dyn ToSql + Sync), vector_type()),
             (domain, Type::TEXT),
-            (&NEAR_CHECK_ROWS, Type::INT8),
+            (&profile.semantic_far_domain_check_rows, Type::INT8),
         ];
         let (_, near, _) = tokio::try_join!(
-            set_walk(db, NEAR_CHECK_EF, profile.hnsw_max_scan_tuples),
+            set_walk(
+                db,
+                profile.semantic_far_domain_check_ef,
+                profile.hnsw_max_scan_tuples
+            ),
             db.query_typed_one(NEAR_DOMAIN_SQL, &params),
             set_walk(db, profile.hnsw_ef_search, profile.hnsw_max_scan_tuples),
         )?;
@@ -987,9 +987,9 @@ where
 ///
 /// All the walks and their settings go out at once, in order, and the
 /// connection pipelines them: one round trip. Also returns whether the first
-/// walk alone filled the limit (the domain walks stop early, so rows they
-/// add do not show that the iterative scan found every eligible row it
-/// should have).
+/// walk alone filled the limit (the domain walks may stop looking early, so
+/// rows they add do not show that the iterative scan found every eligible
+/// row it should have).
 async fn graph_walks<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
