@@ -862,19 +862,20 @@ pub async fn semantic<C: GenericClient>(
     // check of the query's nearest products goes with them.
     let may_walk_domains =
         profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none();
-    let far_check = match &elig.domain {
-        Some(domain) if profile.semantic_far_domain_overfetch > 0 => Some(domain.clone()),
-        _ => None,
-    };
+    let far_check = elig
+        .domain
+        .as_ref()
+        .filter(|_| profile.semantic_far_domain_overfetch > 0);
     let probe_params = elig.typed(&[(&probe, Type::INT8)]);
     let near_check = async {
-        let Some(domain) = &far_check else {
+        let Some(domain) = far_check else {
             return Ok(None);
         };
         let params = [
             (vector as &(dyn ToSql + Sync), vector_type()),
             (domain, Type::TEXT),
             (&profile.semantic_far_domain_check_rows, Type::INT8),
+            (&profile.semantic_domain_walk_min_rows, Type::INT8),
         ];
         let (_, near, _) = tokio::try_join!(
             set_walk(
@@ -883,7 +884,7 @@ pub async fn semantic<C: GenericClient>(
                 profile.hnsw_max_scan_tuples
             ),
             db.query_typed_one(NEAR_DOMAIN_SQL, &params),
-            set_walk(db, profile.hnsw_ef_search, profile.hnsw_max_scan_tuples),
+            profile_walk(db, profile),
         )?;
         Ok(Some(near.get::<_, i64>(0)))
     };
@@ -960,6 +961,15 @@ async fn set_walk<C: GenericClient>(
     .map(|_| ())
 }
 
+/// The profile's `hnsw.ef_search` and `hnsw.max_scan_tuples` again, after
+/// a walk that set its own ([`set_walk`]).
+async fn profile_walk<C: GenericClient>(
+    db: &C,
+    profile: &RetrievalProfile,
+) -> Result<(), tokio_postgres::Error> {
+    set_walk(db, profile.hnsw_ef_search, profile.hnsw_max_scan_tuples).await
+}
+
 /// `step` when `wanted`, otherwise nothing (and nothing is sent).
 async fn only_if<F>(wanted: bool, step: F) -> Result<(), tokio_postgres::Error>
 where
@@ -1026,7 +1036,7 @@ async fn graph_walks<C: GenericClient>(
         profile.semantic_domain_walk_ef,
         profile.semantic_domain_walk_tuples,
     );
-    let back = set_walk(db, profile.hnsw_ef_search, profile.hnsw_max_scan_tuples);
+    let back = profile_walk(db, profile);
     // try_join! polls in order, so the statements are sent in this order.
     let (mut c, _, found, _) = tokio::try_join!(
         walk(elig.clone(), rows),

@@ -724,7 +724,7 @@ async fn hydrate(
     let t = Instant::now();
     let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
     // One round trip: the reads and the commit go out together
-    // (`db::begin`).
+    // (`tokio::try_join!` sends them in order; see `db::begin`).
     let client = &*client;
     let lexemes = async {
         match (positive, reads_catalog) {
