@@ -317,6 +317,8 @@ struct ShapeStats {
     recall_ties: Vec<f64>,
     low_recall: Vec<Value>,
     recall_by_route: BTreeMap<String, Vec<f64>>,
+    /// Query kind -> recall@10 of its recall queries.
+    recall_by_kind: BTreeMap<&'static str, Vec<f64>>,
     eligible: Vec<f64>,
     lexical_budget_cut: usize,
     strategies: BTreeMap<String, usize>,
@@ -456,6 +458,7 @@ async fn bench_size(
                         "got": run.semantic.candidates.iter().take(3).collect::<Vec<_>>()}));
                 }
                 st.recall.push(r);
+                st.recall_by_kind.entry(q.kind).or_default().push(r);
                 st.recall_by_route
                     .entry(run.semantic.mode.map(|m| m.to_string()).unwrap_or_default())
                     .or_default()
@@ -471,6 +474,7 @@ async fn bench_size(
     print_stage_tables(&stats);
     print_kind_table(&stats);
     print_summary(&stats, profile, shapes.total());
+    print_recall_kind_table(&stats);
     let filters_only = filters_only(&ctx, &principal, &shapes, &queries, profile).await?;
 
     let sweep = if args.sweep.is_some() {
@@ -525,6 +529,7 @@ async fn bench_size(
                 "recall_at_10_by_route": st.recall_by_route.iter()
                     .map(|(k, v)| (k.clone(), json!({"n": v.len(), "mean": mean(v), "min": min(v)})))
                     .collect::<serde_json::Map<String, Value>>(),
+                "recall_at_10_by_kind": recall_by_kind(&st.recall_by_kind),
                 "eligible_mean": mean(&st.eligible),
                 "eligible_min": min(&st.eligible),
                 "lexical_budget_cut": st.lexical_budget_cut,
@@ -642,6 +647,45 @@ fn print_kind_table(stats: &BTreeMap<&'static str, ShapeStats>) {
     }
 }
 
+/// Mean recall@10 and the number of recall queries per query kind.
+fn recall_by_kind(by_kind: &BTreeMap<&'static str, Vec<f64>>) -> Value {
+    by_kind
+        .iter()
+        .map(|(kind, v)| (kind.to_string(), json!({"n": v.len(), "mean": mean(v)})))
+        .collect::<serde_json::Map<String, Value>>()
+        .into()
+}
+
+/// `kind mean` pairs on one line, for the sweep's rows.
+fn kinds_line(by_kind: &BTreeMap<&'static str, Vec<f64>>) -> String {
+    let pairs: Vec<String> = by_kind
+        .iter()
+        .map(|(kind, v)| format!("{kind} {:.3}", mean(v)))
+        .collect();
+    pairs.join(", ")
+}
+
+/// Recall@10 per filter shape and query kind: which queries the graph walk
+/// misses. Printed only when there were recall queries.
+fn print_recall_kind_table(stats: &BTreeMap<&'static str, ShapeStats>) {
+    if stats.values().all(|st| st.recall.is_empty()) {
+        return;
+    }
+    println!(
+        "
+recall@10 by query kind (mean over the recall queries; n in brackets)"
+    );
+    for shape in SHAPES {
+        let st = &stats[shape];
+        let cells: Vec<String> = st
+            .recall_by_kind
+            .iter()
+            .map(|(kind, v)| format!("{kind} {:.3} ({})", mean(v), v.len()))
+            .collect();
+        println!("{shape:<16} {}", cells.join(", "));
+    }
+}
+
 fn print_summary(stats: &BTreeMap<&'static str, ShapeStats>, profile: &RetrievalProfile, n: i64) {
     println!("\nsummary per filter shape ({n} products)");
     println!(
@@ -710,6 +754,7 @@ async fn sweep(
         "R@10 min",
         "cut/short"
     );
+    println!("{:>108}", "R@10 by query kind");
     let wants = |arm: &str| {
         args.sweep
             .as_ref()
@@ -758,6 +803,8 @@ async fn sweep(
         (200, 100, 2_000, 150),
         (1_000, 40, 1, 1_500),
         (1_000, 40, 1, 3_000),
+        (1_000, 100, 2_000, 150),
+        (1_000, 400, 2_000, 150),
     ] {
         variants.push((
             format!("walks {ef}/{walk_ef}/{tuples}/{rows}"),
@@ -813,6 +860,7 @@ async fn sweep(
         for (si, shape) in SHAPES.iter().enumerate() {
             let (mut ms, mut rec, mut ties, mut bad) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
             let mut routes: BTreeMap<String, usize> = BTreeMap::new();
+            let mut by_kind: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
             if param == "lexical_scan_budget" {
                 for q in queries {
                     let (text, elig) = direct_input(shapes, shape, q, p)?;
@@ -830,7 +878,9 @@ async fn sweep(
                     ms.push(r.ms);
                     if let Some(t) = truth.get(&(si, qi)) {
                         let ids: Vec<String> = t.iter().map(|(id, _)| id.clone()).collect();
-                        rec.push(bench::recall_at(&r.candidates, &ids, 10));
+                        let x = bench::recall_at(&r.candidates, &ids, 10);
+                        rec.push(x);
+                        by_kind.entry(q.kind).or_default().push(x);
                         ties.push(bench::recall_at_score(&r.candidates, t, 10));
                     }
                     let enough = r.eligible_estimate.unwrap_or(0).min(r.limit);
@@ -844,7 +894,7 @@ async fn sweep(
             }
             let x = s(&ms);
             println!(
-                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8.4} {:>8.4} {:>8.2} {:>9}",
+                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8.4} {:>8.4} {:>8.2} {:>9}  {}",
                 param,
                 value,
                 shape,
@@ -853,12 +903,14 @@ async fn sweep(
                 mean(&rec),
                 mean(&ties),
                 min(&rec),
-                bad
+                bad,
+                kinds_line(&by_kind)
             );
             rows.push(
                 json!({"parameter": param, "value": value, "shape": shape, "ms": x,
                              "recall_at_10_mean": mean(&rec), "recall_at_10_ties_mean": mean(&ties),
                              "recall_at_10_min": min(&rec), "budget_cut_or_short": bad,
+                             "recall_at_10_by_kind": recall_by_kind(&by_kind),
                              "routes": routes}),
             );
         }
@@ -1105,4 +1157,27 @@ async fn throughput(
               "receipts_grew": grew, "successful_searches": ok_total,
               "receipts_match": grew == ok_total as i64}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recall_is_reported_per_query_kind() {
+        let mut by_kind: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+        by_kind
+            .entry("model_number")
+            .or_default()
+            .extend([0.0, 1.0, 0.5]);
+        by_kind.entry("descriptive").or_default().push(1.0);
+        let v = recall_by_kind(&by_kind);
+        assert_eq!(v["model_number"]["n"], 3);
+        assert_eq!(v["model_number"]["mean"], 0.5);
+        assert_eq!(v["descriptive"]["mean"], 1.0);
+        assert_eq!(
+            kinds_line(&by_kind),
+            "descriptive 1.000, model_number 0.500"
+        );
+    }
 }
