@@ -291,7 +291,13 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 2] = [
+const BEFORE_THE_FIELD: [(&str, i64); 5] = [
+    // Short queries went straight to the trigram cascade.
+    ("trigram_perfect_first", 0),
+    // Queries reached the arms as written.
+    ("query_correction", 0),
+    // One walk of one graph.
+    ("semantic_domain_walk_ef", 0),
     // Domain walks ended at their first candidate list.
     ("semantic_domain_walk_tuples", 1),
     // A domain filter's graph was walked like any other.
@@ -525,6 +531,13 @@ mod tests {
         // searches ran then.
         assert_eq!(p.semantic_far_domain_overfetch, 0);
         assert_eq!(p.semantic_domain_walk_tuples, 1);
+        assert_eq!(p.semantic_domain_walk_ef, 0);
+        assert_eq!(p.query_correction, 0);
+        assert_eq!(p.trigram_perfect_first, 0);
+        // A snapshot that has the field keeps what it recorded.
+        let later = serde_json::json!({"semantic_domain_walk_ef": 40, "query_correction": 1});
+        let p = RetrievalProfile::default().with_snapshot(&later).unwrap();
+        assert_eq!((p.semantic_domain_walk_ef, p.query_correction), (40, 1));
         let bad = serde_json::json!({"pool_size": 10});
         assert!(RetrievalProfile::default()
             .with_snapshot(&bad)
