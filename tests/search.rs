@@ -1616,6 +1616,85 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
     }
 }
 
+async fn scan_mem_multiplier(c: &Client) -> String {
+    c.query_one("SELECT current_setting('hnsw.scan_mem_multiplier')", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_walk_that_stops_short_is_walked_again_with_a_larger_budget_where_many_rows_are_eligible()
+{
+    let db = TestDb::with_sample("refill").await;
+    let mut c = db.owner().await;
+    let v: pgvector::Vector = c
+        .query_one(
+            "SELECT embedding FROM search.product_projection
+             WHERE embedding IS NOT NULL ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let in_stock = Filters {
+        in_stock_only: true,
+        ..Default::default()
+    };
+    let eligible: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection WHERE embedding IS NOT NULL AND in_stock",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    // The HNSW route with a budget too small to fill the limit under the
+    // filter: the first walk stops short.
+    let p = RetrievalProfile {
+        semantic_exact_threshold: 0,
+        hnsw_ef_search: 10,
+        hnsw_max_scan_tuples: 150,
+        semantic_refill_scan_tuples: eligible / 2,
+        ..Default::default()
+    };
+    let mode = |r: &arms::ArmResult| r.mode.unwrap().to_string();
+    let session_mem = scan_mem_multiplier(&c).await;
+    let (long, ef) = semantic_alone(&mut c, &v, &p, &in_stock).await;
+    assert_eq!(mode(&long), "hnsw_underfilled_then_long_walk");
+    assert_eq!(long.returned, 150);
+    assert_eq!(ef, "10 150", "the second walk's budget does not outlive it");
+    assert_eq!(scan_mem_multiplier(&c).await, session_mem);
+    // Every row is eligible, once, best first.
+    let ids: Vec<String> = long.candidates.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 150);
+    let outside: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection WHERE product_id = ANY ($1) AND NOT in_stock",
+            &[&ids],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(outside, 0);
+    assert!(long.candidates.windows(2).all(|w| w[0].1 >= w[1].1));
+    // Exact where the budget would visit as many rows as are eligible, and
+    // where the second walk is off: as before.
+    for budget in [eligible, 0] {
+        let q = RetrievalProfile {
+            semantic_refill_scan_tuples: budget,
+            ..p.clone()
+        };
+        let (r, _) = semantic_alone(&mut c, &v, &q, &in_stock).await;
+        assert_eq!(mode(&r), "hnsw_underfilled_then_exact", "budget {budget}");
+        assert_eq!(r.returned, 150);
+        // The second walk's rows are the exact scan's, or farther.
+        for (k, (got, best)) in long.candidates.iter().zip(&r.candidates).enumerate() {
+            assert!(got.1 <= best.1 + 1e-9, "rank {k}: {} > {}", got.1, best.1);
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
     let db = TestDb::with_sample("far_domain").await;

@@ -93,6 +93,19 @@ pub struct RetrievalProfile {
     /// projection) below which the domain walks are left out: one walk of
     /// a smaller catalog's graph already finds its true neighbours.
     pub semantic_domain_walk_min_rows: i64,
+    /// 0: off. Otherwise, when the HNSW route's walk stops short of the
+    /// limit (its scan met `hnsw_max_scan_tuples`) and more than this many
+    /// rows are eligible, the graph is walked again with this scan budget
+    /// (hnsw_max_scan_tuples+1..=10,000,000) before an exact scan is
+    /// considered (route `hnsw_underfilled_then_long_walk`): the walk then
+    /// visits fewer rows than the exact scan would. Where fewer rows are
+    /// eligible, or the second walk also stops short, the exact scan
+    /// completes the arm as before.
+    pub semantic_refill_scan_tuples: i64,
+    /// `hnsw.scan_mem_multiplier` of that second walk (1..=1000): the
+    /// memory its scan may hold, in multiples of `work_mem`, so that the
+    /// scan budget and not the memory ends it.
+    pub semantic_refill_mem_multiplier: i64,
     /// Reciprocal rank fusion constant k.
     pub rrf_k: f64,
     /// Fused candidates kept in the pool (and receipt).
@@ -236,6 +249,15 @@ impl Default for RetrievalProfile {
             semantic_far_domain_check_rows: 10,
             semantic_far_domain_check_ef: 40,
             semantic_domain_walk_min_rows: 50_000,
+            // A tenth of a million-product catalog. psql, 1M products (hashing vectors), the eight
+            // searches of a `mosaic bench` broad run whose walk stopped short (price <= the median,
+            // queries for laptops and standing desks, none of which is that cheap): the exact scan
+            // over the 500,000 eligible rows took 1.7-3.7 s; a walk with a budget of 100,000
+            // filled all eight in 150-410 ms (200,000: the same rows and times).
+            semantic_refill_scan_tuples: 100_000,
+            // With 4 MB of work_mem, at 1x the scan ran out of memory first and stopped short
+            // (59 of 150 rows for "laptop"); 4x filled all eight, 8x leaves room.
+            semantic_refill_mem_multiplier: 8,
             rrf_k: 60.0,
             pool_size: 50,
             rerank_candidates: 50,
@@ -291,7 +313,7 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 5] = [
+const BEFORE_THE_FIELD: [(&str, i64); 6] = [
     // Short queries went straight to the trigram cascade.
     ("trigram_perfect_first", 0),
     // Queries reached the arms as written.
@@ -302,6 +324,8 @@ const BEFORE_THE_FIELD: [(&str, i64); 5] = [
     ("semantic_domain_walk_tuples", 1),
     // A domain filter's graph was walked like any other.
     ("semantic_far_domain_overfetch", 0),
+    // A walk that stopped short was completed by the exact scan.
+    ("semantic_refill_scan_tuples", 0),
 ];
 
 impl RetrievalProfile {
@@ -334,7 +358,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 32] = [
+        let checks: [(bool, &str); 34] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -431,6 +455,16 @@ impl RetrievalProfile {
             (
                 self.semantic_domain_walk_min_rows >= 0,
                 "semantic_domain_walk_min_rows must be >= 0",
+            ),
+            (
+                self.semantic_refill_scan_tuples == 0
+                    || (self.hnsw_max_scan_tuples + 1..=10_000_000)
+                        .contains(&self.semantic_refill_scan_tuples),
+                "semantic_refill_scan_tuples must be 0 or hnsw_max_scan_tuples+1..=10000000",
+            ),
+            (
+                (1..=1000).contains(&self.semantic_refill_mem_multiplier),
+                "semantic_refill_mem_multiplier must be 1..=1000",
             ),
             (self.rrf_k > 0.0, "rrf_k must be positive"),
             (
@@ -531,6 +565,7 @@ mod tests {
         // searches ran then.
         assert_eq!(p.semantic_far_domain_overfetch, 0);
         assert_eq!(p.semantic_domain_walk_tuples, 1);
+        assert_eq!(p.semantic_refill_scan_tuples, 0);
         assert_eq!(p.semantic_domain_walk_ef, 0);
         assert_eq!(p.query_correction, 0);
         assert_eq!(p.trigram_perfect_first, 0);
@@ -543,6 +578,23 @@ mod tests {
             .with_snapshot(&bad)
             .unwrap_err()
             .contains("pool_size"));
+    }
+
+    #[test]
+    fn the_second_walk_is_off_at_zero_and_otherwise_longer_than_the_first() {
+        let with = |tuples: i64, memory: i64| RetrievalProfile {
+            semantic_refill_scan_tuples: tuples,
+            semantic_refill_mem_multiplier: memory,
+            ..Default::default()
+        };
+        assert!(with(0, 1).validate().is_ok());
+        assert!(with(20_001, 1000).validate().is_ok());
+        for (tuples, memory) in [(20_000, 8), (10_000_001, 8), (100_000, 0), (100_000, 1001)] {
+            assert!(
+                with(tuples, memory).validate().is_err(),
+                "{tuples} {memory}"
+            );
+        }
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub enum SemanticRoute {
     HnswLongWalk,
     /// The HNSW scan stopped short of the limit; an exact scan completed it.
     HnswUnderfilledThenExact,
+    /// The HNSW scan stopped short of the limit; a second walk with a
+    /// larger scan budget (`semantic_refill_scan_tuples`) completed it.
+    HnswUnderfilledThenLongWalk,
 }
 
 /// Why an arm did not run.
@@ -155,6 +158,9 @@ impl std::fmt::Display for ArmMode {
             ArmMode::Semantic(SemanticRoute::HnswLongWalk) => "hnsw_long_walk",
             ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenExact) => {
                 "hnsw_underfilled_then_exact"
+            }
+            ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenLongWalk) => {
+                "hnsw_underfilled_then_long_walk"
             }
             ArmMode::Skipped(SkipReason::Disabled) => "disabled",
             ArmMode::Skipped(SkipReason::DescriptiveQuery) => "descriptive_query",
@@ -925,7 +931,13 @@ pub async fn semantic<C: GenericClient>(
             false => profile.semantic_overfetch,
         };
         let (c, first_walk_filled) = graph_walks(db, elig, vector, profile, rows, domains).await?;
-        if !first_walk_filled {
+        let refilled = match first_walk_filled {
+            true => None,
+            false => refill(db, elig, vector, profile, c.clone()).await?,
+        };
+        if let Some(c) = refilled {
+            (c, SemanticRoute::HnswUnderfilledThenLongWalk, Verdict::Full)
+        } else if !first_walk_filled {
             // The iterative scan hit max_scan_tuples before filling the
             // limit although more than `threshold` rows are eligible:
             // complete the arm with an exact scan rather than underfill.
@@ -943,6 +955,65 @@ pub async fn semantic<C: GenericClient>(
     let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
     Ok(arm)
+}
+
+/// After a walk that stopped short of the limit: when more than
+/// `semantic_refill_scan_tuples` rows are eligible (counted up to one
+/// more), the graph walked again with that scan budget and
+/// `semantic_refill_mem_multiplier`, merged with what the walks had found
+/// (`found`). `None` when it is off, when fewer rows are eligible (the exact
+/// scan then reads no more rows than the walk would visit) or when this walk
+/// stops short too; the caller then completes the arm exactly.
+async fn refill<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    vector: &Vector,
+    profile: &RetrievalProfile,
+    found: Vec<(String, f64)>,
+) -> Result<Option<Vec<(String, f64)>>, tokio_postgres::Error> {
+    let budget = profile.semantic_refill_scan_tuples;
+    if budget == 0 {
+        return Ok(None);
+    }
+    let over = budget + 1;
+    let counted = db
+        .query_typed_one(ELIGIBLE_COUNT_SQL, &elig.typed(&[(&over, Type::INT8)]))
+        .await?;
+    if counted.get::<_, i64>(0) <= budget {
+        return Ok(None);
+    }
+    let limit = profile.semantic_limit;
+    let (budget, memory) = (
+        budget.to_string(),
+        profile.semantic_refill_mem_multiplier.to_string(),
+    );
+    let params = elig.typed(&[
+        (vector as &(dyn ToSql + Sync), vector_type()),
+        (&limit, Type::INT8),
+    ]);
+    // The settings, the walk and the profile's settings again: one round
+    // trip, in this order.
+    let settings: [(&(dyn ToSql + Sync), Type); 2] = [(&budget, Type::TEXT), (&memory, Type::TEXT)];
+    let (_, walked, _, _) = tokio::try_join!(
+        db.execute_typed(
+            "SELECT set_config('hnsw.max_scan_tuples', $1, true), set_config('hnsw.scan_mem_multiplier', $2, true)",
+            &settings,
+        ),
+        db.query_typed(SEMANTIC_HNSW_SQL, &params),
+        profile_walk(db, profile),
+        // The session's own value again (the profile does not set it).
+        db.execute_typed("SET LOCAL hnsw.scan_mem_multiplier TO DEFAULT", &[]),
+    )?;
+    if (walked.len() as i64) < limit {
+        return Ok(None);
+    }
+    let mut c = found;
+    c.extend(scored(&walked));
+    c.sort_by(best_first);
+    let mut seen = std::collections::HashSet::new();
+    c.retain(|(id, _)| seen.insert(id.clone()));
+    c.truncate(limit as usize);
+    Ok(Some(c))
 }
 
 /// `hnsw.ef_search` and `hnsw.max_scan_tuples` for the HNSW scans that
