@@ -1009,11 +1009,17 @@ async fn refill<C: GenericClient>(
     }
     let mut c = found;
     c.extend(scored(&walked));
+    Ok(Some(nearest_once(c, limit)))
+}
+
+/// Rows of several walks (each with its exact score): the best `limit`,
+/// each product once. Relaxed order and several walks leave them unsorted.
+fn nearest_once(mut c: Vec<(String, f64)>, limit: i64) -> Vec<(String, f64)> {
     c.sort_by(best_first);
     let mut seen = std::collections::HashSet::new();
     c.retain(|(id, _)| seen.insert(id.clone()));
-    c.truncate(limit as usize);
-    Ok(Some(c))
+    c.truncate(limit.max(0) as usize);
+    c
 }
 
 /// `hnsw.ef_search` and `hnsw.max_scan_tuples` for the HNSW scans that
@@ -1117,12 +1123,7 @@ async fn graph_walks<C: GenericClient>(
     )?;
     let filled = c.len() as i64 >= profile.semantic_limit;
     c.extend(found.into_iter().flatten());
-    // relaxed_order and several walks: re-sort by score, keep each row once.
-    c.sort_by(best_first);
-    let mut seen = std::collections::HashSet::new();
-    c.retain(|(id, _)| seen.insert(id.clone()));
-    c.truncate(profile.semantic_limit as usize);
-    Ok((c, filled))
+    Ok((nearest_once(c, profile.semantic_limit), filled))
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
