@@ -1493,8 +1493,22 @@ async fn semantic_alone(
     p: &RetrievalProfile,
     f: &Filters,
 ) -> (arms::ArmResult, String) {
+    semantic_alone_after(c, v, p, f, "").await
+}
+
+/// As [`semantic_alone`], with `setup` (SET LOCAL statements) run first.
+async fn semantic_alone_after(
+    c: &mut Client,
+    v: &pgvector::Vector,
+    p: &RetrievalProfile,
+    f: &Filters,
+    setup: &str,
+) -> (arms::ArmResult, String) {
     let elig = Eligibility::new(f);
     let tx = c.build_transaction().read_only(true).start().await.unwrap();
+    if !setup.is_empty() {
+        tx.batch_execute(setup).await.unwrap();
+    }
     arms::apply_settings(&tx, p).await.unwrap();
     let r = arms::semantic(&tx, &elig, v, p).await.unwrap();
     let ef: String = tx
@@ -1628,29 +1642,38 @@ async fn a_walk_that_stops_short_is_walked_again_with_a_larger_budget_where_many
 {
     let db = TestDb::with_sample("refill").await;
     let mut c = db.owner().await;
-    let v: pgvector::Vector = c
+    // A camera's vector under a price no camera (nor anything near one)
+    // reaches: the walk meets ineligible products first.
+    let row = c
         .query_one(
-            "SELECT embedding FROM search.product_projection
-             WHERE embedding IS NOT NULL ORDER BY product_id LIMIT 1",
+            "SELECT pp.embedding,
+                    (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY price_cents)
+                     FROM search.product_projection)
+             FROM search.product_projection pp
+             WHERE pp.category_key = (SELECT category_key FROM search.product_projection
+                                      GROUP BY category_key ORDER BY min(price_cents) DESC LIMIT 1)
+             ORDER BY pp.product_id LIMIT 1",
             &[],
         )
         .await
-        .unwrap()
-        .get(0);
-    let in_stock = Filters {
-        in_stock_only: true,
+        .unwrap();
+    let (v, median): (pgvector::Vector, i64) = (row.get(0), row.get(1));
+    let cheap = Filters {
+        max_price_cents: Some(median),
         ..Default::default()
     };
     let eligible: i64 = c
         .query_one(
-            "SELECT count(*) FROM search.product_projection WHERE embedding IS NOT NULL AND in_stock",
-            &[],
+            "SELECT count(*) FROM search.product_projection
+             WHERE embedding IS NOT NULL AND price_cents <= $1",
+            &[&median],
         )
         .await
         .unwrap()
         .get(0);
-    // The HNSW route with a budget too small to fill the limit under the
-    // filter: the first walk stops short.
+    // The HNSW route with a budget too small to reach the eligible rows,
+    // and the graph walked whatever the planner's estimate (it may sort a
+    // few thousand rows instead, which never stops short).
     let p = RetrievalProfile {
         semantic_exact_threshold: 0,
         hnsw_ef_search: 10,
@@ -1658,9 +1681,10 @@ async fn a_walk_that_stops_short_is_walked_again_with_a_larger_budget_where_many
         semantic_refill_scan_tuples: eligible / 2,
         ..Default::default()
     };
+    let walk = "SET LOCAL enable_sort = off";
     let mode = |r: &arms::ArmResult| r.mode.unwrap().to_string();
     let session_mem = scan_mem_multiplier(&c).await;
-    let (long, ef) = semantic_alone(&mut c, &v, &p, &in_stock).await;
+    let (long, ef) = semantic_alone_after(&mut c, &v, &p, &cheap, walk).await;
     assert_eq!(mode(&long), "hnsw_underfilled_then_long_walk");
     assert_eq!(long.returned, 150);
     assert_eq!(ef, "10 150", "the second walk's budget does not outlive it");
@@ -1670,8 +1694,9 @@ async fn a_walk_that_stops_short_is_walked_again_with_a_larger_budget_where_many
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 150);
     let outside: i64 = c
         .query_one(
-            "SELECT count(*) FROM search.product_projection WHERE product_id = ANY ($1) AND NOT in_stock",
-            &[&ids],
+            "SELECT count(*) FROM search.product_projection
+             WHERE product_id = ANY ($1) AND price_cents > $2",
+            &[&ids, &median],
         )
         .await
         .unwrap()
@@ -1685,7 +1710,7 @@ async fn a_walk_that_stops_short_is_walked_again_with_a_larger_budget_where_many
             semantic_refill_scan_tuples: budget,
             ..p.clone()
         };
-        let (r, _) = semantic_alone(&mut c, &v, &q, &in_stock).await;
+        let (r, _) = semantic_alone_after(&mut c, &v, &q, &cheap, walk).await;
         assert_eq!(mode(&r), "hnsw_underfilled_then_exact", "budget {budget}");
         assert_eq!(r.returned, 150);
         // The second walk's rows are the exact scan's, or farther.
