@@ -987,10 +987,6 @@ async fn refill<C: GenericClient>(
         budget.to_string(),
         profile.semantic_refill_mem_multiplier.to_string(),
     );
-    let params = elig.typed(&[
-        (vector as &(dyn ToSql + Sync), vector_type()),
-        (&limit, Type::INT8),
-    ]);
     // The settings, the walk and the profile's settings again: one round
     // trip, in this order.
     let settings: [(&(dyn ToSql + Sync), Type); 2] = [(&budget, Type::TEXT), (&memory, Type::TEXT)];
@@ -999,7 +995,7 @@ async fn refill<C: GenericClient>(
             "SELECT set_config('hnsw.max_scan_tuples', $1, true), set_config('hnsw.scan_mem_multiplier', $2, true)",
             &settings,
         ),
-        db.query_typed(SEMANTIC_HNSW_SQL, &params),
+        hnsw_walk(db, elig, vector, limit),
         profile_walk(db, profile),
         // The session's own value again (the profile does not set it).
         db.execute_typed("SET LOCAL hnsw.scan_mem_multiplier TO DEFAULT", &[]),
@@ -1008,8 +1004,25 @@ async fn refill<C: GenericClient>(
         return Ok(None);
     }
     let mut c = found;
-    c.extend(scored(&walked));
+    c.extend(walked);
     Ok(Some(nearest_once(c, limit)))
+}
+
+/// One walk of the HNSW route's statement: `rows` eligible rows, nearest
+/// first as the iterative scan meets them, each with its exact score.
+async fn hnsw_walk<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    vector: &Vector,
+    rows: i64,
+) -> Result<Vec<(String, f64)>, tokio_postgres::Error> {
+    let extra = [
+        (vector as &(dyn ToSql + Sync), vector_type()),
+        (&rows, Type::INT8),
+    ];
+    db.query_typed(SEMANTIC_HNSW_SQL, &elig.typed(&extra))
+        .await
+        .map(|found| scored(&found))
 }
 
 /// Rows of several walks (each with its exact score): the best `limit`,
@@ -1085,15 +1098,7 @@ async fn graph_walks<C: GenericClient>(
     rows: i64,
     domains: Vec<String>,
 ) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
-    let walk = |e: Eligibility, rows: i64| async move {
-        let extra = [
-            (vector as &(dyn ToSql + Sync), vector_type()),
-            (&rows, Type::INT8),
-        ];
-        db.query_typed(SEMANTIC_HNSW_SQL, &e.typed(&extra))
-            .await
-            .map(|found| scored(&found))
-    };
+    let walk = |e: Eligibility, rows: i64| async move { hnsw_walk(db, &e, vector, rows).await };
     // SET LOCAL for the domain walks, then back to the profile's: only HNSW
     // scans read them. Each domain walk stops looking after
     // `semantic_domain_walk_tuples` graph elements (1: at its first
