@@ -700,7 +700,9 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
         .await
         .unwrap();
     let vector = pgvector::Vector::from(embedder.embed_one(q));
-    let semantic = arms::semantic(&tx, &elig, &vector, &profile).await.unwrap();
+    let semantic = arms::semantic(&tx, &elig, q, &vector, &profile)
+        .await
+        .unwrap();
     let count = arms::metadata_only(&tx, &elig, 10_000).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(

@@ -141,7 +141,9 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
         let trigram = arms::trigram(&tx, &elig, q, &profile).await.unwrap();
         let vector = pgvector::Vector::from(mosaic::embed::HashingEmbedder::new(384).embed_one(q));
-        let semantic = arms::semantic(&tx, &elig, &vector, &profile).await.unwrap();
+        let semantic = arms::semantic(&tx, &elig, q, &vector, &profile)
+            .await
+            .unwrap();
 
         // Independent expectations: every matching row, filtered in Rust.
         // The matches of the step that served: the query as written, or
@@ -1510,7 +1512,7 @@ async fn semantic_alone_after(
         tx.batch_execute(setup).await.unwrap();
     }
     arms::apply_settings(&tx, p).await.unwrap();
-    let r = arms::semantic(&tx, &elig, v, p).await.unwrap();
+    let r = arms::semantic(&tx, &elig, "", v, p).await.unwrap();
     let ef: String = tx
         .query_one(
             "SELECT current_setting('hnsw.ef_search') || ' ' || current_setting('hnsw.max_scan_tuples')",
@@ -1718,6 +1720,187 @@ async fn a_walk_that_stops_short_is_walked_again_with_a_larger_budget_where_many
             assert!(got.1 <= best.1 + 1e-9, "rank {k}: {} > {}", got.1, best.1);
         }
     }
+}
+
+/// The semantic arm alone for `written`'s vector `v`, in a read-only
+/// transaction with the service's settings.
+async fn semantic_for(
+    c: &mut Client,
+    written: &str,
+    v: &pgvector::Vector,
+    p: &RetrievalProfile,
+    f: &Filters,
+) -> arms::ArmResult {
+    let tx = c.build_transaction().read_only(true).start().await.unwrap();
+    arms::apply_settings(&tx, p).await.unwrap();
+    let r = arms::semantic(&tx, &Eligibility::new(f), written, v, p)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    r
+}
+
+#[tokio::test]
+async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
+    let db = TestDb::with_sample("identifier_family").await;
+    let mut c = db.owner().await;
+    // A poor graph (the fewest links pgvector builds), so that walks miss
+    // near rows as they do in a large catalog's graph.
+    c.batch_execute(
+        "DROP INDEX search.projection_embedding_hnsw_idx;
+         CREATE INDEX projection_embedding_hnsw_idx ON search.product_projection
+             USING hnsw (embedding vector_cosine_ops) WITH (m = 2, ef_construction = 4);",
+    )
+    .await
+    .unwrap();
+    // A model code from the catalog and its stem ("heaf" of "heaf-1072").
+    let texts: Vec<String> = c
+        .query(
+            "SELECT identity_text FROM search.product_projection ORDER BY product_id LIMIT 50",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let (code, stem) = texts
+        .iter()
+        .flat_map(|t| t.split_whitespace())
+        .find_map(|w| mosaic::search::understand::identifier_stem(w).map(|s| (w.to_string(), s)))
+        .expect("the sample's identity texts carry model codes");
+    // Two vectors: the code's own product's, and one far from its line (a
+    // product of another domain).
+    let near: pgvector::Vector = c
+        .query_one(
+            "SELECT embedding FROM search.product_projection
+             WHERE identity_text LIKE '%' || $1 || '%' ORDER BY product_id LIMIT 1",
+            &[&code],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let far: pgvector::Vector = c
+        .query_one(
+            "SELECT embedding FROM search.product_projection
+             WHERE embedding IS NOT NULL AND domain <> (SELECT domain FROM search.product_projection
+                 WHERE identity_text LIKE '%' || $1 || '%' ORDER BY product_id LIMIT 1)
+             ORDER BY product_id LIMIT 1",
+            &[&code],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let median: i64 = c
+        .query_one(
+            "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY price_cents) FROM search.product_projection",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let p = RetrievalProfile {
+        semantic_exact_threshold: 0,
+        hnsw_ef_search: 10,
+        semantic_overfetch: 150,
+        semantic_identifier_family: 1_000,
+        ..Default::default()
+    };
+    let off = RetrievalProfile {
+        semantic_identifier_family: 0,
+        ..p.clone()
+    };
+    let cheap = Filters {
+        max_price_cents: Some(median),
+        ..Default::default()
+    };
+    let shapes = [Filters::default(), cheap];
+    let mut changed = 0;
+    for (v, f) in [&near, &far]
+        .into_iter()
+        .flat_map(|v| shapes.iter().map(move |f| (v, f)))
+    {
+        let with = semantic_for(&mut c, &code, v, &p, f).await;
+        let walks = semantic_for(&mut c, &code, v, &off, f).await;
+        assert_eq!(with.mode, walks.mode, "the route is the walks'");
+        assert_eq!(walks.identifier_family, None);
+        // The family, independently: every eligible product holding the
+        // stem, nearest first.
+        let family: Vec<(String, f64)> = c
+            .query(
+                "SELECT product_id, (1 - (embedding <=> $1))::float8 FROM search.product_projection
+                 WHERE identity_text LIKE '%' || $2 || '%' AND embedding IS NOT NULL
+                   AND ($3::bigint IS NULL OR price_cents <= $3)
+                 ORDER BY embedding <=> $1, product_id",
+                &[v, &stem, &f.max_price_cents],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert!(
+            !family.is_empty() && family.len() < 1_000,
+            "{}",
+            family.len()
+        );
+        assert_eq!(with.identifier_family, Some(family.len() as i64));
+        // The arm's rows are the nearest of the walks' rows and the family,
+        // each once, best first.
+        let mut expected: Vec<(String, f64)> = walks.candidates.clone();
+        expected.extend(family.iter().cloned());
+        expected.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut seen = HashSet::new();
+        expected.retain(|(id, _)| seen.insert(id.clone()));
+        expected.truncate(150);
+        let scores = |r: &[(String, f64)]| {
+            r.iter()
+                .map(|(_, s)| (s * 1e9).round() as i64)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(scores(&with.candidates), scores(&expected));
+        if with.candidates != walks.candidates {
+            changed += 1;
+        }
+        // No family member nearer than the arm's last row is left out.
+        let ids: HashSet<&String> = with.candidates.iter().map(|(id, _)| id).collect();
+        let nearest_kept = with.candidates.last().unwrap().1;
+        for (id, score) in &family {
+            assert!(ids.contains(id) || *score <= nearest_kept, "{id} {score}");
+        }
+        // Every row is eligible.
+        if let Some(max) = f.max_price_cents {
+            let found: Vec<String> = with.candidates.iter().map(|(id, _)| id.clone()).collect();
+            let outside: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM search.product_projection
+                     WHERE product_id = ANY ($1) AND price_cents > $2",
+                    &[&found, &max],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(outside, 0);
+        }
+    }
+    assert!(changed > 0, "the family brought rows the walks missed");
+    // The family's budget bounds the rows read; a query without a stem,
+    // and the exact route, score no family.
+    let small = RetrievalProfile {
+        semantic_identifier_family: 3,
+        ..p.clone()
+    };
+    let r = semantic_for(&mut c, &code, &near, &small, &Filters::default()).await;
+    assert_eq!(r.identifier_family, Some(3));
+    let r = semantic_for(&mut c, "air fryer", &near, &p, &Filters::default()).await;
+    assert_eq!(r.identifier_family, None);
+    let exact = RetrievalProfile {
+        semantic_exact_threshold: 1_000_000,
+        ..p.clone()
+    };
+    let r = semantic_for(&mut c, &code, &near, &exact, &Filters::default()).await;
+    assert_eq!(r.mode.unwrap().to_string(), "exact");
+    assert_eq!(r.identifier_family, None);
 }
 
 #[tokio::test]

@@ -77,11 +77,12 @@ pub struct BenchArgs {
     /// (hnsw_ef_search, semantic_overfetch, semantic_domain_walk_ef,
     /// semantic_exact_threshold), `walks` (the walks together: ef_search /
     /// domain walk ef_search / domain walk tuples / overfetch), `far`
-    /// (semantic_far_domain_overfetch), `lexical`
+    /// (semantic_far_domain_overfetch), `family`
+    /// (semantic_identifier_family), `lexical`
     /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
     /// unbounded cascade), `perfect` (trigram_perfect_first off and on,
-    /// interleaved query by query); several with commas; alone, all six.
-    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "lexical", "trigram", "perfect"])]
+    /// interleaved query by query); several with commas; alone, all seven.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "family", "lexical", "trigram", "perfect"])]
     sweep: Option<Vec<String>>,
     /// Embeddings of the catalog and the queries: `hashing` (feature
     /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
@@ -830,6 +831,18 @@ async fn sweep(
             },
         ));
     }
+    // A code's product line scored exactly beside the walks (its rows; 0:
+    // off).
+    for rows in [0, 250, 1_000, 4_000] {
+        variants.push((
+            "semantic_identifier_family".to_string(),
+            rows,
+            RetrievalProfile {
+                semantic_identifier_family: rows,
+                ..base.clone()
+            },
+        ));
+    }
     for th in [1_000, 3_000, 10_000, 30_000] {
         variants.push((
             "semantic_exact_threshold".to_string(),
@@ -854,6 +867,7 @@ async fn sweep(
         "lexical_scan_budget" => wants("lexical"),
         p if p.starts_with("walks") => wants("walks"),
         "semantic_far_domain_overfetch" => wants("far"),
+        "semantic_identifier_family" => wants("family"),
         _ => wants("semantic"),
     });
     for (param, value, p) in &variants {
@@ -874,7 +888,7 @@ async fn sweep(
                 for (qi, q) in queries.iter().enumerate().take(n) {
                     let (text, elig) = direct_input(shapes, shape, q, p)?;
                     let v = bench::query_vector(embedder, &text).await?;
-                    let r = bench::semantic_only(client, &elig, &v, p).await?;
+                    let r = bench::semantic_only(client, &elig, &text, &v, p).await?;
                     ms.push(r.ms);
                     if let Some(t) = truth.get(&(si, qi)) {
                         let ids: Vec<String> = t.iter().map(|(id, _)| id.clone()).collect();

@@ -273,7 +273,7 @@ pub async fn direct(
     let exact_identifier_ms = te.elapsed().as_secs_f64() * 1000.0;
     let lexical = arms::lexical(&tx, elig, query, profile).await?;
     let trigram = arms::trigram(&tx, elig, query, profile).await?;
-    let semantic = arms::semantic(&tx, elig, vector, profile).await?;
+    let semantic = arms::semantic(&tx, elig, query, vector, profile).await?;
     tx.commit().await?;
     Ok(DirectRun {
         floor_ms: t.elapsed().as_secs_f64() * 1000.0,
@@ -284,16 +284,18 @@ pub async fn direct(
     })
 }
 
-/// The semantic arm alone, with the service's session settings.
+/// The semantic arm alone for `query`'s `vector`, with the service's
+/// session settings.
 pub async fn semantic_only(
     client: &mut Client,
     elig: &Eligibility,
+    query: &str,
     vector: &Vector,
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let tx = client.build_transaction().read_only(true).start().await?;
     arms::apply_settings(&tx, profile).await?;
-    let r = arms::semantic(&tx, elig, vector, profile).await?;
+    let r = arms::semantic(&tx, elig, query, vector, profile).await?;
     tx.commit().await?;
     Ok(r)
 }

@@ -106,6 +106,14 @@ pub struct RetrievalProfile {
     /// memory its scan may hold, in multiples of `work_mem`, so that the
     /// scan budget and not the memory ends it.
     pub semantic_refill_mem_multiplier: i64,
+    /// 0: off. Otherwise, for a query that carries a model code or SKU with
+    /// a stem (its letters before the first digit: "heaf" of "HEAF-1072"),
+    /// the HNSW route also scores by exact distance up to this many
+    /// products whose identity text holds the stem (0..=10,000), and keeps
+    /// the nearest of them and the walks' rows. A code's vector lies among
+    /// its product line's near-identical texts, where a walk can settle in
+    /// another line.
+    pub semantic_identifier_family: i64,
     /// Reciprocal rank fusion constant k.
     pub rrf_k: f64,
     /// Fused candidates kept in the pool (and receipt).
@@ -258,6 +266,7 @@ impl Default for RetrievalProfile {
             // With 4 MB of work_mem, at 1x the scan ran out of memory first and stopped short
             // (59 of 150 rows for "laptop"); 4x filled all eight, 8x leaves room.
             semantic_refill_mem_multiplier: 8,
+            semantic_identifier_family: 1_000,
             rrf_k: 60.0,
             pool_size: 50,
             rerank_candidates: 50,
@@ -313,7 +322,7 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 6] = [
+const BEFORE_THE_FIELD: [(&str, i64); 7] = [
     // Short queries went straight to the trigram cascade.
     ("trigram_perfect_first", 0),
     // Queries reached the arms as written.
@@ -326,6 +335,8 @@ const BEFORE_THE_FIELD: [(&str, i64); 6] = [
     ("semantic_far_domain_overfetch", 0),
     // A walk that stopped short was completed by the exact scan.
     ("semantic_refill_scan_tuples", 0),
+    // A code's product line was left to the walks.
+    ("semantic_identifier_family", 0),
 ];
 
 impl RetrievalProfile {
@@ -358,7 +369,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 34] = [
+        let checks: [(bool, &str); 35] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -466,6 +477,10 @@ impl RetrievalProfile {
                 (1..=1000).contains(&self.semantic_refill_mem_multiplier),
                 "semantic_refill_mem_multiplier must be 1..=1000",
             ),
+            (
+                (0..=10_000).contains(&self.semantic_identifier_family),
+                "semantic_identifier_family must be 0..=10000",
+            ),
             (self.rrf_k > 0.0, "rrf_k must be positive"),
             (
                 (50..=500).contains(&self.pool_size),
@@ -566,6 +581,7 @@ mod tests {
         assert_eq!(p.semantic_far_domain_overfetch, 0);
         assert_eq!(p.semantic_domain_walk_tuples, 1);
         assert_eq!(p.semantic_refill_scan_tuples, 0);
+        assert_eq!(p.semantic_identifier_family, 0);
         assert_eq!(p.semantic_domain_walk_ef, 0);
         assert_eq!(p.query_correction, 0);
         assert_eq!(p.trigram_perfect_first, 0);

@@ -56,6 +56,7 @@ pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
 pub const DOMAINS_SQL: &str = include_str!("sql/domains.sql");
 pub const NEAR_DOMAIN_SQL: &str = include_str!("sql/near_domain.sql");
+pub const SEMANTIC_FAMILY_SQL: &str = include_str!("sql/semantic_family.sql");
 pub const EXACT_IDENTIFIER_SQL: &str = include_str!("sql/exact_identifier.sql");
 pub const METADATA_ONLY_SQL: &str = include_str!("sql/metadata_only.sql");
 pub const ELIGIBLE_AMONG_SQL: &str = include_str!("sql/eligible_among.sql");
@@ -84,6 +85,11 @@ pub struct ArmResult {
     pub mode: Option<ArmMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eligible_estimate: Option<i64>,
+    /// The semantic arm: how many eligible products of the query's
+    /// identifier family it scored by exact distance
+    /// (`semantic_identifier_family`); absent when it scored none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identifier_family: Option<i64>,
     /// The lane (0 = the search's own connection) the arm ran on; see
     /// [`super::lanes`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -219,6 +225,7 @@ impl ArmResult {
             verdict: Verdict::Skipped,
             mode: Some(ArmMode::Skipped(why)),
             eligible_estimate: None,
+            identifier_family: None,
             connection: None,
             pool: None,
             ms: 0.0,
@@ -256,6 +263,7 @@ impl ArmResult {
             verdict,
             mode,
             eligible_estimate: None,
+            identifier_family: None,
             connection: None,
             pool: None,
             ms,
@@ -854,9 +862,14 @@ pub async fn trigram<C: GenericClient>(
 /// first candidate list the iterative scan walks on from the nearest
 /// nodes it left aside. The check is a short walk of the whole catalog's
 /// graph that travels with the selectivity probe.
+///
+/// `written` is the query as written, without its negated terms: when it
+/// carries a model code or SKU with a stem, the HNSW route also scores that
+/// code's product line exactly ([`graph_walks`]).
 pub async fn semantic<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
+    written: &str,
     vector: &Vector,
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
@@ -920,17 +933,24 @@ pub async fn semantic<C: GenericClient>(
             .await
             .map(|rows| scored(&rows))
     };
+    let mut family = None;
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
+        let stem = match profile.semantic_identifier_family {
+            0 => None,
+            _ => super::understand::identifier_stem(written),
+        };
         let walked_domains = !domains.is_empty();
         let rows = match far {
             true => profile.semantic_far_domain_overfetch,
             false => profile.semantic_overfetch,
         };
-        let (c, first_walk_filled) = graph_walks(db, elig, vector, profile, rows, domains).await?;
+        let walked = graph_walks(db, elig, vector, profile, rows, domains, stem.as_deref()).await?;
+        let (c, first_walk_filled) = (walked.rows, walked.first_walk_filled);
+        family = walked.family;
         let refilled = match first_walk_filled {
             true => None,
             false => refill(db, elig, vector, profile, c.clone()).await?,
@@ -954,6 +974,7 @@ pub async fn semantic<C: GenericClient>(
     };
     let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
+    arm.identifier_family = family;
     Ok(arm)
 }
 
@@ -1085,11 +1106,15 @@ where
 /// already confined to one domain's products) and in catalogs (the probe's
 /// estimate) smaller than `semantic_domain_walk_min_rows`.
 ///
-/// All the walks and their settings go out at once, in order, and the
-/// connection pipelines them: one round trip. Also returns whether the first
-/// walk alone filled the limit (the domain walks may stop looking early, so
-/// rows they add do not show that the iterative scan found every eligible
-/// row it should have).
+/// With a `stem` (a code's letters, [`super::understand::identifier_stem`]),
+/// the products whose identity text holds it, up to
+/// `semantic_identifier_family` of them, are scored exactly as well
+/// (`sql/semantic_family.sql`): a code's vector lies among its product
+/// line's near-identical texts, a cluster a walk can miss for another
+/// line's.
+///
+/// All the walks, their settings and the family go out at once, in order,
+/// and the connection pipelines them: one round trip.
 async fn graph_walks<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -1097,7 +1122,8 @@ async fn graph_walks<C: GenericClient>(
     profile: &RetrievalProfile,
     rows: i64,
     domains: Vec<String>,
-) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
+    stem: Option<&str>,
+) -> Result<Walked, tokio_postgres::Error> {
     let walk = |e: Eligibility, rows: i64| async move { hnsw_walk(db, &e, vector, rows).await };
     // SET LOCAL for the domain walks, then back to the profile's: only HNSW
     // scans read them. Each domain walk stops looking after
@@ -1119,16 +1145,54 @@ async fn graph_walks<C: GenericClient>(
         profile.semantic_domain_walk_tuples,
     );
     let back = profile_walk(db, profile);
+    let family = async {
+        let Some(stem) = stem else {
+            return Ok(None);
+        };
+        let extra = [
+            (vector as &(dyn ToSql + Sync), vector_type()),
+            (&profile.semantic_limit, Type::INT8),
+            (&stem, Type::TEXT),
+            (&profile.semantic_identifier_family, Type::INT8),
+        ];
+        let found = db
+            .query_typed(SEMANTIC_FAMILY_SQL, &elig.typed(&extra))
+            .await?;
+        let eligible = found.first().map_or(0, |r| r.get::<_, i64>(2));
+        Ok(Some((scored(&found), eligible)))
+    };
     // try_join! polls in order, so the statements are sent in this order.
-    let (mut c, _, found, _) = tokio::try_join!(
+    let (mut c, _, found, _, family) = tokio::try_join!(
         walk(elig.clone(), rows),
         only_if(walks_domains, domain_settings),
         futures_util::future::try_join_all(domain_walks),
         only_if(walks_domains, back),
+        family,
     )?;
-    let filled = c.len() as i64 >= profile.semantic_limit;
+    let first_walk_filled = c.len() as i64 >= profile.semantic_limit;
     c.extend(found.into_iter().flatten());
-    Ok((nearest_once(c, profile.semantic_limit), filled))
+    let family = family.map(|(rows, eligible)| {
+        c.extend(rows);
+        eligible
+    });
+    Ok(Walked {
+        rows: nearest_once(c, profile.semantic_limit),
+        first_walk_filled,
+        family,
+    })
+}
+
+/// What [`graph_walks`] found.
+struct Walked {
+    /// The best `semantic_limit` rows of every walk (and of the family).
+    rows: Vec<(String, f64)>,
+    /// Whether the first walk alone filled the limit: the domain walks may
+    /// stop looking early, and the family is no walk, so rows they add do
+    /// not show that the iterative scan found every eligible row it should
+    /// have.
+    first_walk_filled: bool,
+    /// How many eligible products of the identifier's family were scored.
+    family: Option<i64>,
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).
@@ -1233,6 +1297,7 @@ mod tests {
             ("eligible_count", ELIGIBLE_COUNT_SQL),
             ("semantic_exact", SEMANTIC_EXACT_SQL),
             ("semantic_hnsw", SEMANTIC_HNSW_SQL),
+            ("semantic_family", SEMANTIC_FAMILY_SQL),
             ("exact_identifier", EXACT_IDENTIFIER_SQL),
             ("metadata_only", METADATA_ONLY_SQL),
             ("eligible_among", ELIGIBLE_AMONG_SQL),

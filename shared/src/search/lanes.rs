@@ -160,7 +160,7 @@ pub(crate) async fn run_arms(
         lanes_open
             .await
             .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
-        Ok::<_, Error>(semantic_arm(lane(Arm::Semantic), embedded, elig, profile).await?)
+        Ok::<_, Error>(semantic_arm(lane(Arm::Semantic), embedded, elig, written, profile).await?)
     };
     let ((understanding, understand_ms, lexical_out, trigram), semantic_out) =
         tokio::try_join!(text_side, semantic_side)?;
@@ -275,13 +275,15 @@ async fn embedding(
     }
 }
 
-/// The semantic arm on `tx` for the query's vector. Without one the arm is
-/// skipped, with a warning when embedding failed. Returns the arm, the
-/// embedding's milliseconds and the warning.
+/// The semantic arm on `tx` for the query's vector (`written`: the query as
+/// written, without its negated terms). Without one the arm is skipped,
+/// with a warning when embedding failed. Returns the arm, the embedding's
+/// milliseconds and the warning.
 async fn semantic_arm(
     tx: &Client,
     embedded: Option<(Result<pgvector::Vector, String>, f64)>,
     elig: &Eligibility,
+    written: &str,
     profile: &RetrievalProfile,
 ) -> Result<(ArmResult, f64, Option<String>), tokio_postgres::Error> {
     match embedded {
@@ -290,7 +292,7 @@ async fn semantic_arm(
             Ok((skipped, 0.0, None))
         }
         Some((Ok(v), embed_ms)) => {
-            let arm = arms::semantic(tx, elig, &v, profile).await?;
+            let arm = arms::semantic(tx, elig, written, &v, profile).await?;
             Ok((arm, embed_ms, None))
         }
         Some((Err(warning), embed_ms)) => {

@@ -100,6 +100,26 @@ pub fn is_identifier(word: &str) -> bool {
     word.chars().any(|c| c.is_ascii_digit()) && word.chars().any(char::is_alphabetic)
 }
 
+/// The stem of the first identifier of `positive` that has one: its
+/// characters before the first digit, without a trailing '-' ("heaf" of
+/// "HEAF-1072", "oh-x" of "OH-X502"), when they are letters and '-' only
+/// and hold three letters or more ("wh-1000xm5" has none: "wh" would name
+/// a fraction of any catalog). A product line's codes share it, and the
+/// semantic arm scores that line exactly (`semantic_identifier_family`).
+pub fn identifier_stem(positive: &str) -> Option<String> {
+    positive
+        .split_whitespace()
+        .map(|t| core(t).to_lowercase())
+        .filter(|w| is_identifier(w))
+        .find_map(|w| {
+            let head = w.split(|c: char| c.is_ascii_digit()).next()?;
+            let stem = head.trim_end_matches('-');
+            let letters = stem.chars().filter(|c| c.is_ascii_lowercase()).count();
+            let plain = stem.chars().all(|c| c.is_ascii_lowercase() || c == '-');
+            (plain && letters >= 3).then(|| stem.to_string())
+        })
+}
+
 /// The words of `positive` that may be corrected: letters only, three or
 /// more, lower case, each once, in query order.
 pub fn correctable_words(positive: &str) -> Vec<String> {
@@ -328,6 +348,31 @@ mod tests {
         assert!(is_identifier("pxlt-1075"));
         assert!(!is_identifier("1075"));
         assert!(!is_identifier("plus"));
+    }
+
+    #[test]
+    fn an_identifier_s_stem_is_its_letters_before_the_first_digit() {
+        assert_eq!(identifier_stem("HEAF-1072").as_deref(), Some("heaf"));
+        assert_eq!(
+            identifier_stem("Halowave OH-X502 pro").as_deref(),
+            Some("oh-x")
+        );
+        assert_eq!(identifier_stem("he-af000072").as_deref(), Some("he-af"));
+        // The first identifier with a stem wins.
+        assert_eq!(
+            identifier_stem("wh-1000xm5 or lmsd-1651").as_deref(),
+            Some("lmsd")
+        );
+        for none in [
+            "wh-1000xm5",
+            "1000xm5",
+            "m4 case",
+            "air fryer",
+            "r\u{e9}f-12",
+            "a_b%c-1",
+        ] {
+            assert_eq!(identifier_stem(none), None, "{none}");
+        }
     }
 
     #[test]
