@@ -85,9 +85,10 @@ pub struct ArmResult {
     pub mode: Option<ArmMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eligible_estimate: Option<i64>,
-    /// The semantic arm: how many eligible products of the query's
-    /// identifier family it scored by exact distance
-    /// (`semantic_identifier_family`); absent when it scored none.
+    /// The semantic arm: how many eligible products of the query's code's
+    /// product line it scored by exact distance beside the walks
+    /// (`semantic_identifier_family`); absent when it did not look (the
+    /// setting off, no code with a stem in the query, or the exact route).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identifier_family: Option<i64>,
     /// The lane (0 = the search's own connection) the arm ran on; see
