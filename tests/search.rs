@@ -1741,7 +1741,7 @@ async fn semantic_for(
 }
 
 #[tokio::test]
-async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
+async fn a_code_s_product_line_and_brand_are_scored_exactly_beside_the_walks() {
     let db = TestDb::with_sample("identifier_family").await;
     let mut c = db.owner().await;
     // A poor graph (the fewest links pgvector builds), so that walks miss
@@ -1804,18 +1804,37 @@ async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
         hnsw_ef_search: 10,
         semantic_overfetch: 150,
         semantic_identifier_family: 1_000,
+        semantic_identifier_brand: 0,
         ..Default::default()
     };
     let off = RetrievalProfile {
         semantic_identifier_family: 0,
         ..p.clone()
     };
+    let with_brand = RetrievalProfile {
+        semantic_identifier_brand: 10_000,
+        ..p.clone()
+    };
+    // The line's brand: one in this catalog, so the statement's sample of
+    // the line's first rows names it.
+    let brands: Vec<String> = c
+        .query(
+            "SELECT DISTINCT brand_key FROM search.product_projection
+             WHERE identity_text LIKE '%' || $1 || '%'",
+            &[&stem],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(brands.len(), 1, "{brands:?}");
     let cheap = Filters {
         max_price_cents: Some(median),
         ..Default::default()
     };
     let shapes = [Filters::default(), cheap];
-    let mut changed = 0;
+    let (mut changed, mut changed_by_brand) = (0, 0);
     for (v, f) in [&near, &far]
         .into_iter()
         .flat_map(|v| shapes.iter().map(move |f| (v, f)))
@@ -1847,12 +1866,15 @@ async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
         assert_eq!(with.identifier_family, Some(family.len() as i64));
         // The arm's rows are the nearest of the walks' rows and the family,
         // each once, best first.
-        let mut expected: Vec<(String, f64)> = walks.candidates.clone();
-        expected.extend(family.iter().cloned());
-        expected.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let mut seen = HashSet::new();
-        expected.retain(|(id, _)| seen.insert(id.clone()));
-        expected.truncate(150);
+        let nearest = |sets: &[&[(String, f64)]]| {
+            let mut all: Vec<(String, f64)> = sets.concat();
+            all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            let mut seen = HashSet::new();
+            all.retain(|(id, _)| seen.insert(id.clone()));
+            all.truncate(150);
+            all
+        };
+        let expected = nearest(&[&walks.candidates, &family]);
         let scores = |r: &[(String, f64)]| {
             r.iter()
                 .map(|(_, s)| (s * 1e9).round() as i64)
@@ -1861,6 +1883,30 @@ async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
         assert_eq!(scores(&with.candidates), scores(&expected));
         if with.candidates != walks.candidates {
             changed += 1;
+        }
+        // With the brand: the rest of the line's brand, eligible, as well.
+        let rest: Vec<(String, f64)> = c
+            .query(
+                "SELECT product_id, (1 - (embedding <=> $1))::float8 FROM search.product_projection
+                 WHERE brand_key = $2 AND identity_text NOT LIKE '%' || $3 || '%'
+                   AND embedding IS NOT NULL AND ($4::bigint IS NULL OR price_cents <= $4)",
+                &[v, &brands[0], &stem, &f.max_price_cents],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert!(!rest.is_empty());
+        let branded = semantic_for(&mut c, &code, v, &with_brand, f).await;
+        assert_eq!(
+            branded.identifier_family,
+            Some((family.len() + rest.len()) as i64)
+        );
+        let expected = nearest(&[&walks.candidates, &family, &rest]);
+        assert_eq!(scores(&branded.candidates), scores(&expected));
+        if branded.candidates != with.candidates {
+            changed_by_brand += 1;
         }
         // No family member nearer than the arm's last row is left out.
         let ids: HashSet<&String> = with.candidates.iter().map(|(id, _)| id).collect();
@@ -1884,6 +1930,10 @@ async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
         }
     }
     assert!(changed > 0, "the family brought rows the walks missed");
+    assert!(
+        changed_by_brand > 0,
+        "the brand brought rows the walks and the line missed"
+    );
     // The family's budget bounds the rows read; a query without a stem,
     // and the exact route, score no family.
     let small = RetrievalProfile {
@@ -1892,6 +1942,12 @@ async fn a_code_s_product_line_is_scored_exactly_beside_the_walks() {
     };
     let r = semantic_for(&mut c, &code, &near, &small, &Filters::default()).await;
     assert_eq!(r.identifier_family, Some(3));
+    let small_brand = RetrievalProfile {
+        semantic_identifier_brand: 2,
+        ..small.clone()
+    };
+    let r = semantic_for(&mut c, &code, &near, &small_brand, &Filters::default()).await;
+    assert_eq!(r.identifier_family, Some(5));
     let r = semantic_for(&mut c, "air fryer", &near, &p, &Filters::default()).await;
     assert_eq!(r.identifier_family, None);
     let exact = RetrievalProfile {

@@ -78,11 +78,12 @@ pub struct BenchArgs {
     /// semantic_exact_threshold), `walks` (the walks together: ef_search /
     /// domain walk ef_search / domain walk tuples / overfetch), `far`
     /// (semantic_far_domain_overfetch), `family`
-    /// (semantic_identifier_family), `lexical`
+    /// (semantic_identifier_family, the brand off), `brand`
+    /// (semantic_identifier_brand), `lexical`
     /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
     /// unbounded cascade), `perfect` (trigram_perfect_first off and on,
-    /// interleaved query by query); several with commas; alone, all seven.
-    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "family", "lexical", "trigram", "perfect"])]
+    /// interleaved query by query); several with commas; alone, all eight.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "family", "brand", "lexical", "trigram", "perfect"])]
     sweep: Option<Vec<String>>,
     /// Embeddings of the catalog and the queries: `hashing` (feature
     /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
@@ -316,7 +317,8 @@ struct ShapeStats {
     semantic_returned: Vec<f64>,
     recall: Vec<f64>,
     recall_ties: Vec<f64>,
-    low_recall: Vec<Value>,
+    /// Every recall query whose recall@10 is below 1: what it missed.
+    recall_misses: Vec<Value>,
     recall_by_route: BTreeMap<String, Vec<f64>>,
     /// Query kind -> recall@10 of its recall queries.
     recall_by_kind: BTreeMap<&'static str, Vec<f64>>,
@@ -452,11 +454,24 @@ async fn bench_size(
                     &scored,
                     10,
                 ));
-                if r < 0.5 {
-                    st.low_recall
-                        .push(json!({"query": q.text, "kind": q.kind, "recall": r,
-                        "exact": scored.iter().take(3).collect::<Vec<_>>(),
-                        "got": run.semantic.candidates.iter().take(3).collect::<Vec<_>>()}));
+                if r < 1.0 {
+                    let got: Vec<&str> = run
+                        .semantic
+                        .candidates
+                        .iter()
+                        .take(10)
+                        .map(|(id, _)| id.as_str())
+                        .collect();
+                    let missed: Vec<_> = scored
+                        .iter()
+                        .filter(|(id, _)| !got.contains(&id.as_str()))
+                        .collect();
+                    st.recall_misses.push(json!({
+                        "query": q.text, "kind": q.kind, "recall": r,
+                        "route": run.semantic.mode.map(|m| m.to_string()),
+                        "missed": missed,
+                        "got_tenth": run.semantic.candidates.get(9),
+                    }));
                 }
                 st.recall.push(r);
                 st.recall_by_kind.entry(q.kind).or_default().push(r);
@@ -526,7 +541,7 @@ async fn bench_size(
                 "recall_at_10_mean": mean(&st.recall),
                 "recall_at_10_min": min(&st.recall),
                 "recall_at_10_tie_aware_mean": mean(&st.recall_ties),
-                "low_recall_examples": st.low_recall.iter().take(5).collect::<Vec<_>>(),
+                "recall_misses": st.recall_misses,
                 "recall_at_10_by_route": st.recall_by_route.iter()
                     .map(|(k, v)| (k.clone(), json!({"n": v.len(), "mean": mean(v), "min": min(v)})))
                     .collect::<serde_json::Map<String, Value>>(),
@@ -832,13 +847,24 @@ async fn sweep(
         ));
     }
     // A code's product line scored exactly beside the walks (its rows; 0:
-    // off).
+    // off), without its brand; then the brand's rows beside the line.
     for rows in [0, 250, 1_000, 4_000] {
         variants.push((
             "semantic_identifier_family".to_string(),
             rows,
             RetrievalProfile {
                 semantic_identifier_family: rows,
+                semantic_identifier_brand: 0,
+                ..base.clone()
+            },
+        ));
+    }
+    for rows in [0, 1_000, 4_000, 10_000] {
+        variants.push((
+            "semantic_identifier_brand".to_string(),
+            rows,
+            RetrievalProfile {
+                semantic_identifier_brand: rows,
                 ..base.clone()
             },
         ));
@@ -868,6 +894,7 @@ async fn sweep(
         p if p.starts_with("walks") => wants("walks"),
         "semantic_far_domain_overfetch" => wants("far"),
         "semantic_identifier_family" => wants("family"),
+        "semantic_identifier_brand" => wants("brand"),
         _ => wants("semantic"),
     });
     for (param, value, p) in &variants {

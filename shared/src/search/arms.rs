@@ -86,8 +86,9 @@ pub struct ArmResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eligible_estimate: Option<i64>,
     /// The semantic arm: how many eligible products of the query's code's
-    /// product line it scored by exact distance beside the walks
-    /// (`semantic_identifier_family`); absent when it did not look (the
+    /// product line and of the line's brands it scored by exact distance
+    /// beside the walks (`semantic_identifier_family`,
+    /// `semantic_identifier_brand`); absent when it did not look (the
     /// setting off, no code with a stem in the query, or the exact route).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identifier_family: Option<i64>,
@@ -866,7 +867,7 @@ pub async fn trigram<C: GenericClient>(
 ///
 /// `written` is the query as written, without its negated terms: when it
 /// carries a model code or SKU with a stem, the HNSW route also scores that
-/// code's product line exactly ([`graph_walks`]).
+/// code's product line and its brands exactly ([`graph_walks`]).
 pub async fn semantic<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -1112,7 +1113,8 @@ where
 /// `semantic_identifier_family` of them, are scored exactly as well
 /// (`sql/semantic_family.sql`): a code's vector lies among its product
 /// line's near-identical texts, a cluster a walk can miss for another
-/// line's.
+/// line's. So are up to `semantic_identifier_brand` other products of the
+/// line's brands, which can lie nearer than the line itself.
 ///
 /// All the walks, their settings and the family go out at once, in order,
 /// and the connection pipelines them: one round trip.
@@ -1155,6 +1157,7 @@ async fn graph_walks<C: GenericClient>(
             (&profile.semantic_limit, Type::INT8),
             (&stem, Type::TEXT),
             (&profile.semantic_identifier_family, Type::INT8),
+            (&profile.semantic_identifier_brand, Type::INT8),
         ];
         let found = db
             .query_typed(SEMANTIC_FAMILY_SQL, &elig.typed(&extra))
