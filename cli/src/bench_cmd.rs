@@ -319,6 +319,8 @@ struct ShapeStats {
     recall_ties: Vec<f64>,
     /// Every recall query whose recall@10 is below 1: what it missed.
     recall_misses: Vec<Value>,
+    /// Every search's total and what it did, for the slowest few.
+    searches: Vec<(f64, Value)>,
     recall_by_route: BTreeMap<String, Vec<f64>>,
     /// Query kind -> recall@10 of its recall queries.
     recall_by_kind: BTreeMap<&'static str, Vec<f64>>,
@@ -419,6 +421,11 @@ async fn bench_size(
             for stage in STAGES {
                 st.stages.entry(stage).or_default().push(timing(stage));
             }
+            st.searches.push((
+                timing("total"),
+                json!({"query": q.text, "kind": q.kind, "timings_ms": d.timings_ms,
+                       "arms": d.arms, "understanding": d.query_understanding}),
+            ));
             let kind = st.by_kind.entry(q.kind).or_default();
             for stage in KIND_STAGES {
                 kind.entry(stage).or_default().push(timing(stage));
@@ -542,6 +549,7 @@ async fn bench_size(
                 "recall_at_10_min": min(&st.recall),
                 "recall_at_10_tie_aware_mean": mean(&st.recall_ties),
                 "recall_misses": st.recall_misses,
+                "slowest_searches": slowest(&st.searches, 10),
                 "recall_at_10_by_route": st.recall_by_route.iter()
                     .map(|(k, v)| (k.clone(), json!({"n": v.len(), "mean": mean(v), "min": min(v)})))
                     .collect::<serde_json::Map<String, Value>>(),
@@ -661,6 +669,17 @@ fn print_kind_table(stats: &BTreeMap<&'static str, ShapeStats>) {
             println!();
         }
     }
+}
+
+/// The `n` slowest searches (by total), slowest first.
+fn slowest(searches: &[(f64, Value)], n: usize) -> Vec<Value> {
+    let mut by_total: Vec<&(f64, Value)> = searches.iter().collect();
+    by_total.sort_by(|a, b| b.0.total_cmp(&a.0));
+    by_total
+        .into_iter()
+        .take(n)
+        .map(|(_, v)| v.clone())
+        .collect()
 }
 
 /// Mean recall@10 and the number of recall queries per query kind.
@@ -1220,5 +1239,16 @@ mod tests {
             kinds_line(&by_kind),
             "descriptive 1.000, model_number 0.500"
         );
+    }
+
+    #[test]
+    fn the_slowest_searches_come_first() {
+        let searches: Vec<(f64, Value)> = [3.0, 9.0, 1.0, 7.0]
+            .iter()
+            .map(|&t| (t, json!({ "total": t })))
+            .collect();
+        let top = slowest(&searches, 2);
+        assert_eq!(top, vec![json!({"total": 9.0}), json!({"total": 7.0})]);
+        assert_eq!(slowest(&searches, 10).len(), 4);
     }
 }
