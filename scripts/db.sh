@@ -5,7 +5,7 @@
 #        scripts/db.sh replica start|stop|status|url [owner|runtime|admin]
 #
 #   install  idempotently install PostgreSQL 15, postgresql-server-dev-15 and pgvector >= 0.8.0
-#            (pgvector built from Debian trixie's source package, system apt sources untouched)
+#            (pgvector built from Debian's source, see MOSAIC_PGVECTOR below; system apt sources untouched)
 #   start    install checks, initdb if needed, start the cluster, create roles/db/extensions
 #   stop     stop the cluster (no error when not running)
 #   status   print running/stopped; exit 0 when running, 3 when stopped

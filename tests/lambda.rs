@@ -1834,6 +1834,24 @@ async fn nobody_can_claim_another_principal_over_agentcore_or_a_direct_invocatio
                 "{function}: sub `anonymous` over API Gateway"
             );
         }
+        // An authorizer that vouched for a caller without a subject (a JWT
+        // without `sub`, a Lambda authorizer's context) is refused, never
+        // served as the anonymous caller although anonymous calls are on.
+        let mut no_sub = substitute(&event_text(function, "apigw.json"), &event_id, &granted);
+        let claims = &mut no_sub["requestContext"]["authorizer"]["jwt"]["claims"];
+        claims.as_object_mut().unwrap().remove("sub");
+        let mut lambda_authorizer = no_sub.clone();
+        lambda_authorizer["requestContext"]["authorizer"] =
+            json!({"lambda": {"user": victim.as_str()}});
+        for (what, event) in [("no sub", no_sub), ("lambda authorizer", lambda_authorizer)] {
+            let (status, v) = f.apigw(&event).await;
+            assert_eq!(status, 401, "{function}: {what}: {v}");
+            assert_eq!(
+                error_of(&v),
+                ("unauthenticated", None),
+                "{function}: {what}"
+            );
+        }
         // No refused search left a receipt in the victim's name.
         if function == "search-products" {
             assert_eq!(

@@ -107,6 +107,13 @@ async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<()> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
     let principal = server.principal.as_str().to_string();
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "mosaic mcp: WARNING: listening on {bound}, reachable beyond this machine; every \
+             client there acts as {principal} with no authentication. Bind 127.0.0.1 or put an \
+             authenticating proxy in front."
+        );
+    }
     // Host-header checks (DNS rebinding) stay on: loopback names and the
     // address bound.
     let config = StreamableHttpServerConfig::default().with_allowed_hosts([

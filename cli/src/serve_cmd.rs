@@ -36,6 +36,13 @@ async fn serve(ctx: Ctx, addr: SocketAddr) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "mosaic: WARNING: listening on {addr}, reachable beyond this machine; the local \
+             server authenticates nobody, so any caller there may name any local principal. \
+             Bind 127.0.0.1 or put an authenticating proxy in front."
+        );
+    }
     let base = format!("http://{addr}");
     println!("mosaic: serving on {base}");
     println!("  curl -s {base}/healthz");

@@ -148,11 +148,19 @@ impl Interceptor {
         let headers = headers
             .and_then(Value::as_object)
             .ok_or("no request headers (passRequestHeaders)")?;
-        let auth = headers
+        // Exactly one: with two spellings of the name the gateway's
+        // authorizer may have checked the other one (this token's signature
+        // is the authorizer's business, see [`claims`]).
+        let mut named = headers
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-            .and_then(|(_, v)| v.as_str())
-            .ok_or("no Authorization header")?;
+            .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        let auth = match (named.next(), named.next()) {
+            (Some((_, v)), None) => v
+                .as_str()
+                .ok_or("the Authorization header is not a string")?,
+            (None, _) => return Err("no Authorization header"),
+            (Some(_), Some(_)) => return Err("more than one Authorization header"),
+        };
         let token = auth
             .strip_prefix("Bearer ")
             .or_else(|| auth.strip_prefix("bearer "))
@@ -354,10 +362,16 @@ mod tests {
             Some(format!("Bearer {}", token(other_issuer))),
             Some(format!("Bearer {}", token(expired))),
             Some(format!("Bearer {}", token(spaced))),
+            // two spellings of the name, the second with a forged subject
+            Some(format!("Bearer {}", token(ok.clone()))),
         ] {
-            let out = i
-                .intercept(&call(auth.clone(), "jwt:x#victim"), 1000)
-                .unwrap();
+            let mut input = call(auth.clone(), "jwt:x#victim");
+            if auth.as_deref() == Some(&format!("Bearer {}", token(ok.clone()))) {
+                let forged = token(json!({"iss": ISS, "sub": "victim", "exp": 2000}));
+                input["mcp"]["gatewayRequest"]["headers"]["authorization"] =
+                    Value::from(format!("Bearer {forged}"));
+            }
+            let out = i.intercept(&input, 1000).unwrap();
             let resp = &out["mcp"]["transformedGatewayResponse"];
             assert_eq!(resp["body"]["id"], 9, "{auth:?}");
             assert_eq!(resp["body"]["result"]["isError"], true, "{auth:?}");

@@ -87,7 +87,16 @@ impl Handler {
         if let Some(arn) = claim("/iam/userArn") {
             return Principal::iam(arn).map_err(refused);
         }
-        self.anonymous()
+        // An authorizer that vouched for someone without a subject (a JWT
+        // without `sub`, a Lambda authorizer's context) is no anonymous call.
+        match authorizer {
+            None | Some(Value::Null) => self.anonymous(),
+            Some(Value::Object(m)) if m.is_empty() => self.anonymous(),
+            Some(_) => {
+                tracing::warn!("API Gateway caller refused: an authorizer without a subject");
+                Err(unauthenticated())
+            }
+        }
     }
 }
 

@@ -37,9 +37,10 @@ const SAMPLE_SQL: &str = "SELECT search_event_id FROM receipts.search_events \
 /// recorded, the candidate rows written, the served ranks of the granted
 /// ones.
 const TALLY_SQL: &str = "SELECT served_count, pool_size,
-                    (SELECT count(*) FROM receipts.search_candidates c WHERE c.search_event_id = e.search_event_id),
+                    (SELECT count(*) FROM receipts.search_candidates c WHERE c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at),
                     ARRAY(SELECT c.served_rank FROM receipts.search_candidates c
-                          WHERE c.search_event_id = e.search_event_id AND c.granted ORDER BY c.served_rank)
+                          WHERE c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
+                            AND c.granted ORDER BY c.served_rank)
              FROM receipts.search_events e WHERE e.search_event_id = $1";
 
 const COUNT_SQL: &str = "SELECT count(*) FROM receipts.search_events";

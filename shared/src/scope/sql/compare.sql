@@ -11,7 +11,7 @@ SELECT c.product_id, c.served_rank, c.pre_rerank_rank, c.final_rank,
        p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.price_cents,
        p.currency, p.rating, p.availability, p.attributes, p.source_uri, p.revision
 FROM receipts.search_events e
-JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id
+JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
 JOIN catalog.products p ON p.product_id = c.product_id
 WHERE e.search_event_id = $1
   AND e.principal = $2

@@ -20,7 +20,7 @@
 WITH granted AS (
     SELECT c.product_id
     FROM receipts.search_events e
-    JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id
+    JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
     WHERE e.search_event_id = $1
       AND e.principal = $2
       AND e.authorized_limit IS NOT NULL
