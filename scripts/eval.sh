@@ -9,6 +9,13 @@
 #
 # Each step is skipped when already done (catalog present, embeddings
 # current). Reports go to .mosaic/eval/{sample,foreign}.{txt,json}.
+#
+# Before measuring, each catalog's projection is rewritten in product-id
+# order (CLUSTER, a few seconds at 5,000 products). The arms' scan budgets
+# take matches in the table's physical order, which a load and its
+# embedding updates leave different on every fresh database: without this,
+# two fresh imports of the same catalog measured foreign serving nDCG@10
+# 0.628 and 0.634. With it, every machine measures the same numbers.
 # Extra arguments are passed to both `mosaic eval` runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,10 +35,19 @@ cargo build -p mosaic-cli >&2
 owner_url="${MOSAIC_DATABASE_URL:-$(bash scripts/db.sh url owner)}"
 runtime_url="${MOSAIC_RUNTIME_DATABASE_URL:-$(bash scripts/db.sh url runtime)}"
 
+# The projection in product-id order, statistics fresh (see above). Local
+# cluster only, like the foreign database's creation below.
+canonical_layout() {
+  bash scripts/db.sh psql -d "$1" -qc \
+    "CLUSTER search.product_projection USING product_projection_pkey; ANALYZE search.product_projection" >&2
+}
+
 step "sample catalog"
 MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" migrate >&2
 MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" load --sample --products 5000 --if-empty >&2
 MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" embed >&2
+sample_db="${owner_url##*/}"
+canonical_layout "${sample_db%%\?*}"
 
 step "foreign catalog (database $FOREIGN_DB)"
 if [ -z "$(bash scripts/db.sh psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$FOREIGN_DB'")" ]; then
@@ -45,6 +61,7 @@ if [ "$(MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" stats --json 2>/dev/null | pyth
     --products eval/foreign/products.jsonl.gz --evidence eval/foreign/evidence.jsonl.gz >&2
 fi
 MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" embed >&2
+canonical_layout "$FOREIGN_DB"
 
 step "mosaic eval: sample catalog"
 MOSAIC_RUNTIME_DATABASE_URL="$runtime_url" "$MOSAIC" eval \
