@@ -163,3 +163,66 @@ async fn the_vocabulary_follows_the_catalog_and_only_the_owner_writes_it() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_query_spelled_as_written_takes_only_the_trigram_arms_perfect_step() {
+    let db = TestDb::with_sample("understand_spelled").await;
+    let (_, lower, _) = a_brand(&db).await;
+    let domain: String = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT domain FROM search.product_projection WHERE brand_key = $1 LIMIT 1",
+            &[&lower],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let trigram = |r: &Value| r["diagnostics"]["arms"]["trigram"].clone();
+    let spelled = lower.clone();
+    let typo = misspelt(&lower);
+    // A domain filter: the cascade then starts below 1.0 (no perfect step
+    // first), so the two paths are told apart by the threshold that served.
+    let body = |q: &str| json!({"query": q, "limit": 10, "filters": {"domain": domain}, "include_diagnostics": true});
+    let on = ctx(&db, RetrievalProfile::default());
+    let off = ctx(
+        &db,
+        RetrievalProfile {
+            trigram_spelled_perfect: 0,
+            ..Default::default()
+        },
+    );
+
+    // Spelled as written: the perfect step alone; the brand's products
+    // hold its name.
+    let r = search(&on, body(&spelled)).await;
+    assert!(r["diagnostics"]["query_understanding"]["corrections"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let t = trigram(&r);
+    assert_eq!(t["mode"], json!("threshold_1"), "{t}");
+    assert!(t["returned"].as_i64().unwrap() > 0, "{t}");
+    // Misspelt: corrected to the same words, but the cascade runs.
+    let r = search(&on, body(&typo)).await;
+    assert_eq!(
+        r["diagnostics"]["query_understanding"]["corrected_query"],
+        json!(spelled)
+    );
+    let t = trigram(&r);
+    assert_ne!(t["mode"], json!("threshold_1"), "{t}");
+    // Off: the spelled query runs the cascade too.
+    let t = trigram(&search(&off, body(&spelled)).await);
+    assert_ne!(t["mode"], json!("threshold_1"), "{t}");
+    // Without correction no word is known to be spelled right: a typo keeps
+    // the cascade.
+    let unchecked = ctx(
+        &db,
+        RetrievalProfile {
+            query_correction: 0,
+            ..Default::default()
+        },
+    );
+    let t = trigram(&search(&unchecked, body(&typo)).await);
+    assert_ne!(t["mode"], json!("threshold_1"), "{t}");
+}

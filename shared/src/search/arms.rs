@@ -850,6 +850,37 @@ pub async fn trigram<C: GenericClient>(
     ))
 }
 
+/// Trigram arm for a query spelled as written (`trigram_spelled_perfect`):
+/// its perfect step alone, up to `trigram_limit` identity texts that hold
+/// every trigram of the query in one stretch (word similarity 1.0), under
+/// any filter. The cascade's relaxed thresholds admit texts that hold only
+/// part of the query ("running shoes" of "extra-wide running shoes"), which
+/// serves a misspelt word or code and, for words spelled right, only votes
+/// in fusion for products that lack the query's other words; the lexical
+/// arm already matches the words themselves. `mode` is `threshold_1`; the
+/// verdict is `full` when the step filled the limit (matches past it, all
+/// tied at 1.0, are not read), otherwise `exhausted`.
+pub async fn trigram_perfect<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    query: &str,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
+    let t = std::time::Instant::now();
+    let q = query.to_lowercase();
+    let scorer = WordSimilarity::new(&q);
+    let limit = profile.trigram_limit;
+    let (rows, _) = trigram_step(db, elig, &q, scorer.as_ref(), 1.0, limit, profile).await?;
+    let v = verdict(rows.len(), limit);
+    Ok(ArmResult::new(
+        rows,
+        limit,
+        v,
+        Some(ArmMode::Trigram(1.0)),
+        ms_since(t),
+    ))
+}
+
 /// Semantic arm with selectivity routing. Expects the HNSW settings applied
 /// with SET LOCAL by the caller from the same `profile`
 /// ([`apply_settings`]): the HNSW scans read them, and the statements that

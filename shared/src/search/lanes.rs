@@ -147,7 +147,10 @@ pub(crate) async fn run_arms(
             lane(Arm::Trigram),
             enabled(Arm::Trigram),
             elig,
-            positive,
+            (
+                positive,
+                profile.query_correction != 0 && understanding.spelled_as_written(),
+            ),
             profile,
         );
         let (lexical_out, trigram) = tokio::try_join!(lexical_side, trigram_side)?;
@@ -240,12 +243,13 @@ async fn lexical_arm(
 
 /// The trigram arm, unless the variant turned it off or the query cannot
 /// name an identity: then there is nothing for it to match
-/// (`arms::identity_query`).
+/// (`arms::identity_query`). A query spelled as written takes only the
+/// perfect step (`arms::trigram_perfect`, `trigram_spelled_perfect`).
 async fn trigram_arm(
     tx: &Client,
     enabled: bool,
     elig: &Eligibility,
-    positive: &str,
+    (positive, spelled): (&str, bool),
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     match enabled {
@@ -253,6 +257,9 @@ async fn trigram_arm(
             profile.trigram_limit,
             SkipReason::DescriptiveQuery,
         )),
+        true if spelled && profile.trigram_spelled_perfect == 1 => {
+            arms::trigram_perfect(tx, elig, positive, profile).await
+        }
         true => arms::trigram(tx, elig, positive, profile).await,
         false => Ok(ArmResult::skipped(
             profile.trigram_limit,

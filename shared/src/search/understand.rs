@@ -82,6 +82,15 @@ pub struct Understanding {
 }
 
 impl Understanding {
+    /// Whether every word the step checked was found as written: nothing
+    /// corrected, no unknown word, no identifier. Only meaningful when
+    /// correction ran (`query_correction`); words it does not check
+    /// (shorter than three letters, or holding a hyphen or apostrophe)
+    /// count as written.
+    pub fn spelled_as_written(&self) -> bool {
+        self.corrections.is_empty() && self.unknown.is_empty() && self.identifiers.is_empty()
+    }
+
     /// The query for the text arms: the corrected one, or `positive`
     /// unchanged.
     pub fn query<'a>(&'a self, positive: &'a str) -> &'a str {
