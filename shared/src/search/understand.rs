@@ -85,8 +85,8 @@ impl Understanding {
     /// Whether every word the step checked was found as written: nothing
     /// corrected, no unknown word, no identifier. Only meaningful when
     /// correction ran (`query_correction`); words it does not check
-    /// (shorter than three letters, or holding a hyphen or apostrophe)
-    /// count as written.
+    /// (shorter than three letters, or holding anything but letters, such
+    /// as "extra-wide") count as written.
     pub fn spelled_as_written(&self) -> bool {
         self.corrections.is_empty() && self.unknown.is_empty() && self.identifiers.is_empty()
     }
