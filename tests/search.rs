@@ -139,7 +139,7 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         let tx = c.transaction().await.unwrap();
         arms::apply_settings(&tx, &profile).await.unwrap();
         let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
-        let trigram = arms::trigram(&tx, &elig, q, &profile).await.unwrap();
+        let trigram = arms::trigram(&tx, &elig, q, false, &profile).await.unwrap();
         let vector = pgvector::Vector::from(mosaic::embed::HashingEmbedder::new(384).embed_one(q));
         let semantic = arms::semantic(&tx, &elig, q, &vector, &profile)
             .await
@@ -1301,7 +1301,9 @@ async fn a_long_query_whose_floor_is_budget_cut_still_finds_its_closest_match() 
     let elig = Eligibility::new(&Filters::default());
     let tx = c.transaction().await.unwrap();
     arms::apply_settings(&tx, &profile).await.unwrap();
-    let alone = arms::trigram(&tx, &elig, &q, &floor_only).await.unwrap();
+    let alone = arms::trigram(&tx, &elig, &q, false, &floor_only)
+        .await
+        .unwrap();
     assert_eq!(
         alone.verdict,
         Verdict::BudgetCut,
@@ -1311,7 +1313,9 @@ async fn a_long_query_whose_floor_is_budget_cut_still_finds_its_closest_match() 
         alone.candidates.iter().all(|(c, _)| *c != id),
         "{q}: the premise needs a floor that misses {id}"
     );
-    let arm = arms::trigram(&tx, &elig, &q, &profile).await.unwrap();
+    let arm = arms::trigram(&tx, &elig, &q, false, &profile)
+        .await
+        .unwrap();
     tx.rollback().await.unwrap();
     assert_eq!(arm.verdict, Verdict::BudgetCut);
     assert_eq!(
@@ -1454,7 +1458,7 @@ async fn the_trigram_arm_serves_pg_trgms_scores_best_first_ascii_or_not() {
     ] {
         let tx = c.transaction().await.unwrap();
         arms::apply_settings(&tx, &profile).await.unwrap();
-        let arm = arms::trigram(&tx, &elig, q, &profile).await.unwrap();
+        let arm = arms::trigram(&tx, &elig, q, false, &profile).await.unwrap();
         assert!(!arm.candidates.is_empty(), "{q}: no trigram candidates");
         let ids: Vec<String> = arm.candidates.iter().map(|(id, _)| id.clone()).collect();
         let sql: std::collections::HashMap<String, f64> = tx

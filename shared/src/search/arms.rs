@@ -762,6 +762,15 @@ fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
 ///   the cascade and merges their rows in. A short query in a slice keeps
 ///   its cut floor: there the floor of category words matches most of the
 ///   slice, and the strict step would be cut as well, at twice the cost.
+/// * Perfect only (`trigram_spelled_perfect`): a query `spelled` as
+///   written (the understanding step corrected nothing and found no
+///   unknown word and no code) takes the perfect step below alone, under
+///   any filter, and the arm ends there (`full` when it filled the limit,
+///   otherwise `exhausted`). The relaxed thresholds admit texts that hold
+///   only part of the query ("running shoes" of "extra-wide running
+///   shoes"), which serves a misspelt word or code and, for words spelled
+///   right, only votes in fusion for products that lack the query's other
+///   words; the lexical arm already matches the words themselves.
 /// * Perfect first (`trigram_perfect_first`): a short query first takes
 ///   `limit` matches at similarity 1.0, scoring only those. When they fill
 ///   the limit the arm is done, with the best possible scores: a query of
@@ -785,6 +794,7 @@ pub async fn trigram<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     query: &str,
+    spelled: bool,
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
@@ -800,13 +810,17 @@ pub async fn trigram<C: GenericClient>(
     let long = trigram_long_query(&q, profile);
     let budget = profile.trigram_scan_budget;
     let slice = elig.category_key.is_some() || elig.brand.is_some();
-    if !long && !slice && elig.domain.is_none() && profile.trigram_perfect_first == 1 {
+    let perfect_only = spelled && profile.trigram_spelled_perfect == 1;
+    let perfect_first =
+        !long && !slice && elig.domain.is_none() && profile.trigram_perfect_first == 1;
+    if perfect_only || perfect_first {
         let (rows, _) = trigram_step(db, elig, &q, scorer, 1.0, limit, profile).await?;
-        if rows.len() as i64 >= limit {
+        if perfect_only || rows.len() as i64 >= limit {
+            let v = verdict(rows.len(), limit);
             return Ok(ArmResult::new(
                 rows,
                 limit,
-                Verdict::Full,
+                v,
                 Some(ArmMode::Trigram(1.0)),
                 ms_since(t),
             ));
@@ -847,37 +861,6 @@ pub async fn trigram<C: GenericClient>(
         cut,
         ArmMode::Trigram(served),
         t,
-    ))
-}
-
-/// Trigram arm for a query spelled as written (`trigram_spelled_perfect`):
-/// its perfect step alone, up to `trigram_limit` identity texts that hold
-/// every trigram of the query in one stretch (word similarity 1.0), under
-/// any filter. The cascade's relaxed thresholds admit texts that hold only
-/// part of the query ("running shoes" of "extra-wide running shoes"), which
-/// serves a misspelt word or code and, for words spelled right, only votes
-/// in fusion for products that lack the query's other words; the lexical
-/// arm already matches the words themselves. `mode` is `threshold_1`; the
-/// verdict is `full` when the step filled the limit (matches past it, all
-/// tied at 1.0, are not read), otherwise `exhausted`.
-pub async fn trigram_perfect<C: GenericClient>(
-    db: &C,
-    elig: &Eligibility,
-    query: &str,
-    profile: &RetrievalProfile,
-) -> Result<ArmResult, tokio_postgres::Error> {
-    let t = std::time::Instant::now();
-    let q = query.to_lowercase();
-    let scorer = WordSimilarity::new(&q);
-    let limit = profile.trigram_limit;
-    let (rows, _) = trigram_step(db, elig, &q, scorer.as_ref(), 1.0, limit, profile).await?;
-    let v = verdict(rows.len(), limit);
-    Ok(ArmResult::new(
-        rows,
-        limit,
-        v,
-        Some(ArmMode::Trigram(1.0)),
-        ms_since(t),
     ))
 }
 

@@ -243,8 +243,8 @@ async fn lexical_arm(
 
 /// The trigram arm, unless the variant turned it off or the query cannot
 /// name an identity: then there is nothing for it to match
-/// (`arms::identity_query`). A query spelled as written takes only the
-/// perfect step (`arms::trigram_perfect`, `trigram_spelled_perfect`).
+/// (`arms::identity_query`). `spelled`: every word was found as written
+/// (see `arms::trigram`).
 async fn trigram_arm(
     tx: &Client,
     enabled: bool,
@@ -257,10 +257,7 @@ async fn trigram_arm(
             profile.trigram_limit,
             SkipReason::DescriptiveQuery,
         )),
-        true if spelled && profile.trigram_spelled_perfect == 1 => {
-            arms::trigram_perfect(tx, elig, positive, profile).await
-        }
-        true => arms::trigram(tx, elig, positive, profile).await,
+        true => arms::trigram(tx, elig, positive, spelled, profile).await,
         false => Ok(ArmResult::skipped(
             profile.trigram_limit,
             SkipReason::Disabled,
