@@ -696,7 +696,7 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
     arms::apply_settings(&tx, &profile).await.unwrap();
     let q = "wired headphones";
     let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
-    let trigram = arms::trigram(&tx, &elig, "headphones", false, &profile)
+    let trigram = arms::trigram(&tx, &elig, "headphones", (false, None), &profile)
         .await
         .unwrap();
     let vector = pgvector::Vector::from(embedder.embed_one(q));

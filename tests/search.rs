@@ -139,7 +139,9 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
         let tx = c.transaction().await.unwrap();
         arms::apply_settings(&tx, &profile).await.unwrap();
         let lexical = arms::lexical(&tx, &elig, q, &profile).await.unwrap();
-        let trigram = arms::trigram(&tx, &elig, q, false, &profile).await.unwrap();
+        let trigram = arms::trigram(&tx, &elig, q, (false, None), &profile)
+            .await
+            .unwrap();
         let vector = pgvector::Vector::from(mosaic::embed::HashingEmbedder::new(384).embed_one(q));
         let semantic = arms::semantic(&tx, &elig, q, &vector, &profile)
             .await
@@ -1202,7 +1204,7 @@ async fn a_trigram_step_checks_a_broad_price_filter_on_its_matches_and_intersect
         let plan = texts(
             &tx,
             &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
-            &elig.params(&[&q, &budget]),
+            &elig.params(&[&q, &budget, &q]),
         )
         .await
         .join("\n");
@@ -1242,7 +1244,7 @@ async fn the_trigram_similarity_runs_after_every_eligibility_condition() {
     let plan = texts(
         &tx,
         &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
-        &elig.params(&[&q, &budget]),
+        &elig.params(&[&q, &budget, &q]),
     )
     .await
     .join("\n");
@@ -1301,7 +1303,7 @@ async fn a_long_query_whose_floor_is_budget_cut_still_finds_its_closest_match() 
     let elig = Eligibility::new(&Filters::default());
     let tx = c.transaction().await.unwrap();
     arms::apply_settings(&tx, &profile).await.unwrap();
-    let alone = arms::trigram(&tx, &elig, &q, false, &floor_only)
+    let alone = arms::trigram(&tx, &elig, &q, (false, None), &floor_only)
         .await
         .unwrap();
     assert_eq!(
@@ -1313,7 +1315,7 @@ async fn a_long_query_whose_floor_is_budget_cut_still_finds_its_closest_match() 
         alone.candidates.iter().all(|(c, _)| *c != id),
         "{q}: the premise needs a floor that misses {id}"
     );
-    let arm = arms::trigram(&tx, &elig, &q, false, &profile)
+    let arm = arms::trigram(&tx, &elig, &q, (false, None), &profile)
         .await
         .unwrap();
     tx.rollback().await.unwrap();
@@ -1458,7 +1460,9 @@ async fn the_trigram_arm_serves_pg_trgms_scores_best_first_ascii_or_not() {
     ] {
         let tx = c.transaction().await.unwrap();
         arms::apply_settings(&tx, &profile).await.unwrap();
-        let arm = arms::trigram(&tx, &elig, q, false, &profile).await.unwrap();
+        let arm = arms::trigram(&tx, &elig, q, (false, None), &profile)
+            .await
+            .unwrap();
         assert!(!arm.candidates.is_empty(), "{q}: no trigram candidates");
         let ids: Vec<String> = arm.candidates.iter().map(|(id, _)| id.clone()).collect();
         let sql: std::collections::HashMap<String, f64> = tx
@@ -2120,4 +2124,142 @@ async fn domain_walks_are_left_out_where_they_cannot_help() {
     };
     let (r, _) = semantic_alone(&mut c, &v, &walks, &f).await;
     assert_eq!(mode(&r), "hnsw_domain_walks");
+}
+
+#[tokio::test]
+async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the_whole_query() {
+    // A product line's code with a variant word ("pxlt-1000 pro"), under a
+    // domain filter that excludes the code's own product: at the relaxed
+    // thresholds the whole query admits every text that shares the variant
+    // word and a few digits; the code alone admits near spellings of it.
+    let db = TestDb::with_sample("trigram_codes").await;
+    let mut c = db.runtime().await;
+    let profile = RetrievalProfile::default();
+    // The first such code and domain where the whole query matches a text
+    // that does not spell the code, and the code alone matches something.
+    let pick = c.transaction().await.unwrap();
+    let floor = profile.trigram_floor.to_string();
+    pick.execute(
+        "SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)",
+        &[&floor],
+    )
+    .await
+    .unwrap();
+    let row = pick
+        .query_one(
+            "WITH c AS (
+                 SELECT product_id, domain,
+                        substring(identity_text from ' ([a-z]{3,5}-[0-9]{4}) (?:mini|pro|plus) ') AS code,
+                        substring(identity_text from ' [a-z]{3,5}-[0-9]{4} (mini|pro|plus) ') AS variant
+                 FROM search.product_projection
+                 WHERE identity_text ~ ' [a-z]{3,5}-[0-9]{4} (mini|pro|plus) '),
+             o AS (
+                 SELECT c.*, d.domain AS other
+                 FROM c CROSS JOIN (SELECT DISTINCT domain FROM search.product_projection) d
+                 WHERE d.domain <> c.domain)
+             SELECT code, variant, other FROM o
+             WHERE EXISTS (SELECT 1 FROM search.product_projection pp
+                           WHERE pp.domain = o.other AND (o.code || ' ' || o.variant) <% pp.identity_text
+                                 AND NOT o.code <% pp.identity_text)
+               AND EXISTS (SELECT 1 FROM search.product_projection pp
+                           WHERE pp.domain = o.other AND o.code <% pp.identity_text)
+             ORDER BY o.product_id, o.other LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    pick.rollback().await.unwrap();
+    let (code, variant, other): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+    let q = format!("{code} {variant}");
+    let elig = Eligibility::new(&Filters {
+        domain: Some(other),
+        ..Default::default()
+    });
+    let off = RetrievalProfile {
+        trigram_identifier_steps: 0,
+        ..Default::default()
+    };
+    let tx = c.transaction().await.unwrap();
+    arms::apply_settings(&tx, &profile).await.unwrap();
+    let codes = arms::trigram(&tx, &elig, &q, (false, Some(&code)), &profile)
+        .await
+        .unwrap();
+    let whole = arms::trigram(&tx, &elig, &q, (false, None), &profile)
+        .await
+        .unwrap();
+    let unset = arms::trigram(&tx, &elig, &q, (false, Some(&code)), &off)
+        .await
+        .unwrap();
+    // A code that matches nothing: the relaxed steps run for the whole
+    // query after all.
+    let garbled = arms::trigram(&tx, &elig, &q, (false, Some("xqzjwv")), &profile)
+        .await
+        .unwrap();
+    // Each candidate's word similarity to the code and to the whole query.
+    let similarity = |ids: Vec<String>| {
+        let tx = &tx;
+        let (code, q) = (code.clone(), q.clone());
+        async move {
+            let rows = tx
+                .query(
+                    "SELECT product_id, word_similarity($2, identity_text)::float8,
+                            word_similarity($3, identity_text)::float8
+                     FROM search.product_projection WHERE product_id = ANY ($1)",
+                    &[&ids, &code, &q],
+                )
+                .await
+                .unwrap();
+            rows.iter()
+                .map(|r| {
+                    (
+                        r.get::<_, String>(0),
+                        (r.get::<_, f64>(1), r.get::<_, f64>(2)),
+                    )
+                })
+                .collect::<std::collections::HashMap<_, _>>()
+        }
+    };
+    let ids = |arm: &arms::ArmResult| arm.candidates.iter().map(|(id, _)| id.clone()).collect();
+    let of_codes = similarity(ids(&codes)).await;
+    let of_whole = similarity(ids(&whole)).await;
+    tx.rollback().await.unwrap();
+
+    assert!(
+        !codes.candidates.is_empty(),
+        "{q}: the premise needs near spellings of {code}"
+    );
+    assert!(
+        of_whole
+            .values()
+            .any(|(to_code, _)| *to_code < profile.trigram_floor),
+        "{q}: the premise needs whole-query matches that do not spell the code"
+    );
+    for (id, score) in &codes.candidates {
+        let (to_code, to_query) = of_codes[id];
+        assert!(
+            to_code >= profile.trigram_floor - 1e-6,
+            "{q}: {id} does not spell {code}"
+        );
+        assert!(
+            (score - to_query).abs() < 1e-6,
+            "{q}: {id} scored {score}, not {to_query}"
+        );
+    }
+    let same = |a: &arms::ArmResult, b: &arms::ArmResult| {
+        a.candidates == b.candidates && a.mode == b.mode && a.verdict == b.verdict
+    };
+    // The arm's account says which it matched.
+    assert_eq!(codes.matched_codes.as_deref(), Some(code.as_str()), "{q}");
+    for arm in [&whole, &unset, &garbled] {
+        assert_eq!(arm.matched_codes, None, "{q}");
+    }
+    assert!(
+        same(&unset, &whole),
+        "{q}: the setting off must match the whole query"
+    );
+    assert!(
+        same(&garbled, &whole),
+        "{q}: a code that matches nothing falls back"
+    );
+    assert!(!same(&codes, &whole), "{q}");
 }

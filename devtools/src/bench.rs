@@ -273,7 +273,7 @@ pub async fn direct(
     let exact_identifier_ms = te.elapsed().as_secs_f64() * 1000.0;
     let lexical = arms::lexical(&tx, elig, query, profile).await?;
     // No understanding step here: every query runs the whole cascade.
-    let trigram = arms::trigram(&tx, elig, query, false, profile).await?;
+    let trigram = arms::trigram(&tx, elig, query, (false, None), profile).await?;
     let semantic = arms::semantic(&tx, elig, query, vector, profile).await?;
     tx.commit().await?;
     Ok(DirectRun {
@@ -321,7 +321,7 @@ pub async fn trigram_only(
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let tx = client.build_transaction().read_only(true).start().await?;
     arms::apply_settings(&tx, profile).await?;
-    let r = arms::trigram(&tx, elig, query, false, profile).await?;
+    let r = arms::trigram(&tx, elig, query, (false, None), profile).await?;
     tx.commit().await?;
     Ok(r)
 }

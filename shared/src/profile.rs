@@ -47,6 +47,11 @@ pub struct RetrievalProfile {
     /// admit texts holding part of it, are for misspelt words and codes.
     /// 0: every query runs the cascade.
     pub trigram_spelled_perfect: i64,
+    /// 1: for a query that names a product line's code ("PXLT-3353 Mini"),
+    /// the trigram arm's relaxed steps match the code alone, and score what
+    /// they find for the whole query; its perfect step keeps the whole
+    /// query. 0: every step matches the whole query.
+    pub trigram_identifier_steps: i64,
     /// Safety budget of every cascade step: matches it scores at most (in
     /// physical order); past it the arm reports `budget_cut`. Bounds the
     /// arm's worst case, queries of common words.
@@ -216,6 +221,10 @@ impl Default for RetrievalProfile {
             // catalog's 2,100 lists all unchanged. Chosen by what the arm is for, not tuned: there
             // is no number in it. Needs `query_correction` (it says which words are spelled).
             trigram_spelled_perfect: 1,
+            // Chosen by what the relaxed steps are for (near-spellings of a code), not tuned:
+            // there is no number in it. See EVALUATION.md and BENCHMARKS.md, "The trigram arm's
+            // relaxed steps match a code alone".
+            trigram_identifier_steps: 1,
             // Bounds common words ("air fryer" matches thousands at every threshold): category-word
             // queries p50/p95 85/158 ms without it, 31/47 with 1000, 18/32 with 500. A cut step holds
             // the limit, so the cascade stops there; stricter steps' rows are kept. Against no budget
@@ -355,11 +364,13 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 9] = [
+const BEFORE_THE_FIELD: [(&str, i64); 10] = [
     // Short queries went straight to the trigram cascade.
     ("trigram_perfect_first", 0),
     // Queries spelled as written ran the whole trigram cascade.
     ("trigram_spelled_perfect", 0),
+    // Every trigram step matched the whole query.
+    ("trigram_identifier_steps", 0),
     // Queries reached the arms as written.
     ("query_correction", 0),
     // One walk of one graph.
@@ -406,7 +417,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 37] = [
+        let checks: [(bool, &str); 38] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -456,6 +467,10 @@ impl RetrievalProfile {
             (
                 (0..=1).contains(&self.trigram_spelled_perfect),
                 "trigram_spelled_perfect must be 0 or 1",
+            ),
+            (
+                (0..=1).contains(&self.trigram_identifier_steps),
+                "trigram_identifier_steps must be 0 or 1",
             ),
             (
                 self.trigram_scan_budget >= self.trigram_limit,
@@ -631,6 +646,7 @@ mod tests {
         assert_eq!(p.query_correction, 0);
         assert_eq!(p.trigram_perfect_first, 0);
         assert_eq!(p.trigram_spelled_perfect, 0);
+        assert_eq!(p.trigram_identifier_steps, 0);
         // Also where the running profile turns the field on.
         let on = RetrievalProfile {
             semantic_identifier_brand: 4_000,

@@ -92,6 +92,11 @@ pub struct ArmResult {
     /// setting off, no code with a stem in the query, or the exact route).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identifier_family: Option<i64>,
+    /// The trigram arm: the codes its relaxed steps matched instead of the
+    /// whole query (`trigram_identifier_steps`); absent when they matched
+    /// the whole query or did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched_codes: Option<String>,
     /// The lane (0 = the search's own connection) the arm ran on; see
     /// [`super::lanes`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -228,6 +233,7 @@ impl ArmResult {
             mode: Some(ArmMode::Skipped(why)),
             eligible_estimate: None,
             identifier_family: None,
+            matched_codes: None,
             connection: None,
             pool: None,
             ms: 0.0,
@@ -266,6 +272,7 @@ impl ArmResult {
             mode,
             eligible_estimate: None,
             identifier_family: None,
+            matched_codes: None,
             connection: None,
             pool: None,
             ms,
@@ -694,13 +701,15 @@ fn merge_step(merged: &mut Vec<(String, f64)>, step: Vec<(String, f64)>, limit: 
 
 /// One step of the trigram arm at word-similarity threshold `th`, taking
 /// at most `budget` matches: its best `trigram_limit` rows (best first,
-/// ties by product id) and whether it met the budget. The matches are
-/// scored here by `scorer` (the query's [`WordSimilarity`], `None` for a
-/// query outside ASCII), not in the step's SQL.
+/// ties by product id) and whether it met the budget. The step matches
+/// `find` (the query, or for a relaxed step of a query that names a code,
+/// its codes: see [`trigram`]); its rows are scored for `q`, the query, by
+/// `scorer` (the query's [`WordSimilarity`], `None` for a query outside
+/// ASCII), not in the step's SQL.
 async fn trigram_step<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
-    q: &str,
+    (find, q): (&str, &str),
     scorer: Option<&WordSimilarity>,
     th: f64,
     budget: i64,
@@ -708,7 +717,7 @@ async fn trigram_step<C: GenericClient>(
 ) -> Result<(Vec<(String, f64)>, bool), tokio_postgres::Error> {
     // The step's threshold (SET LOCAL) and the step: one round trip.
     let th = th.to_string();
-    let params = elig.typed(&[(&q, Type::TEXT), (&budget, Type::INT8)]);
+    let params = elig.typed(&[(&find, Type::TEXT), (&budget, Type::INT8), (&q, Type::TEXT)]);
     let (_, rows) = tokio::try_join!(
         crate::db::set_local(db, "pg_trgm.word_similarity_threshold", th),
         db.query_typed(TRIGRAM_SQL, &params),
@@ -771,6 +780,22 @@ fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
 ///   shoes"), which serves a misspelt word or code and, for words spelled
 ///   right, only votes in fusion for products that lack the query's other
 ///   words; the lexical arm already matches the words themselves.
+/// * Codes alone (`trigram_identifier_steps`): for a query that names a
+///   product line's code (`codes`: its identifiers, space-separated, see
+///   [`super::understand::Understanding::line_codes`]) the relaxed steps
+///   match the codes alone; their rows are still scored for the whole
+///   query, so the order among them is the query's. At a relaxed
+///   threshold the query's other words ("PXLT-3353 Mini") admit every
+///   identity text that shares them and a few digits: thousands of
+///   rechecks for rows the lexical arm matches better, and under a filter
+///   that excludes the code's own line the step then rechecks them all.
+///   The perfect step keeps the whole query; and when the codes alone
+///   match nothing down to the floor (a code garbled beyond it), the
+///   relaxed steps run again for the whole query, as without the setting.
+///   A request filtered to a category or brand keeps the whole query: the
+///   slice already bounds its rechecks, and a code's near spellings are
+///   seldom in it, so the codes would mostly match nothing and the floor
+///   would run twice.
 /// * Perfect first (`trigram_perfect_first`): a short query first takes
 ///   `limit` matches at similarity 1.0, scoring only those. When they fill
 ///   the limit the arm is done, with the best possible scores: a query of
@@ -794,7 +819,7 @@ pub async fn trigram<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     query: &str,
-    spelled: bool,
+    (spelled, codes): (bool, Option<&str>),
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
@@ -810,11 +835,17 @@ pub async fn trigram<C: GenericClient>(
     let long = trigram_long_query(&q, profile);
     let budget = profile.trigram_scan_budget;
     let slice = elig.category_key.is_some() || elig.brand.is_some();
+    // What the relaxed steps match: the codes alone, or the query.
+    let relaxed = match codes.filter(|_| profile.trigram_identifier_steps == 1 && !slice) {
+        Some(codes) => codes.to_lowercase(),
+        None => q.clone(),
+    };
+    let find = (relaxed.as_str(), q.as_str());
     let perfect_only = spelled && profile.trigram_spelled_perfect == 1;
     let perfect_first =
         !long && !slice && elig.domain.is_none() && profile.trigram_perfect_first == 1;
     if perfect_only || perfect_first {
-        let (rows, _) = trigram_step(db, elig, &q, scorer, 1.0, limit, profile).await?;
+        let (rows, _) = trigram_step(db, elig, (&q, &q), scorer, 1.0, limit, profile).await?;
         if perfect_only || rows.len() as i64 >= limit {
             let v = verdict(rows.len(), limit);
             return Ok(ArmResult::new(
@@ -827,41 +858,53 @@ pub async fn trigram<C: GenericClient>(
         }
         merged = rows;
     }
-    if long || slice {
-        let (rows, floor_cut) = trigram_step(db, elig, &q, scorer, floor, budget, profile).await?;
-        merge_step(&mut merged, rows, limit);
-        cut = floor_cut;
-        if floor_cut && long {
-            for th in trigram_steps(profile).into_iter().filter(|th| *th > floor) {
+    // The relaxed steps match the codes alone first; when those match
+    // nothing (a code garbled beyond the floor, "NVS-2039 Plus" of
+    // "NVSW-1039 Plus"), the whole query.
+    let mut finds = vec![find];
+    let mut matched_codes = None;
+    if relaxed != q {
+        finds.push((q.as_str(), q.as_str()));
+    }
+    for find in finds {
+        if long || slice {
+            let (rows, floor_cut) =
+                trigram_step(db, elig, find, scorer, floor, budget, profile).await?;
+            merge_step(&mut merged, rows, limit);
+            cut = floor_cut;
+            if floor_cut && long {
+                for th in trigram_steps(profile).into_iter().filter(|th| *th > floor) {
+                    let (rows, step_cut) =
+                        trigram_step(db, elig, find, scorer, th, budget, profile).await?;
+                    let found = rows.len();
+                    merge_step(&mut merged, rows, limit);
+                    served = th;
+                    if found >= enough || step_cut {
+                        break;
+                    }
+                }
+            }
+        } else {
+            for th in trigram_steps(profile) {
                 let (rows, step_cut) =
-                    trigram_step(db, elig, &q, scorer, th, budget, profile).await?;
-                let found = rows.len();
+                    trigram_step(db, elig, find, scorer, th, budget, profile).await?;
                 merge_step(&mut merged, rows, limit);
                 served = th;
-                if found >= enough || step_cut {
+                cut = step_cut;
+                // A cut step holds the limit, so the cascade stops at it.
+                if merged.len() >= enough || cut {
                     break;
                 }
             }
         }
-    } else {
-        for th in trigram_steps(profile) {
-            let (rows, step_cut) = trigram_step(db, elig, &q, scorer, th, budget, profile).await?;
-            merge_step(&mut merged, rows, limit);
-            served = th;
-            cut = step_cut;
-            // A cut step holds the limit, so the cascade stops at it.
-            if merged.len() >= enough || cut {
-                break;
-            }
+        if !merged.is_empty() {
+            matched_codes = (find.0 != find.1).then(|| find.0.to_string());
+            break;
         }
     }
-    Ok(ArmResult::ranked(
-        merged,
-        limit,
-        cut,
-        ArmMode::Trigram(served),
-        t,
-    ))
+    let mut arm = ArmResult::ranked(merged, limit, cut, ArmMode::Trigram(served), t);
+    arm.matched_codes = matched_codes;
+    Ok(arm)
 }
 
 /// Semantic arm with selectivity routing. Expects the HNSW settings applied

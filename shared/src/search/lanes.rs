@@ -143,6 +143,7 @@ pub(crate) async fn run_arms(
                 ),
             )
         };
+        let codes = understanding.line_codes();
         let trigram_side = trigram_arm(
             lane(Arm::Trigram),
             enabled(Arm::Trigram),
@@ -150,6 +151,7 @@ pub(crate) async fn run_arms(
             (
                 positive,
                 profile.query_correction != 0 && understanding.spelled_as_written(),
+                codes.as_deref(),
             ),
             profile,
         );
@@ -243,13 +245,13 @@ async fn lexical_arm(
 
 /// The trigram arm, unless the variant turned it off or the query cannot
 /// name an identity: then there is nothing for it to match
-/// (`arms::identity_query`). `spelled`: every word was found as written
-/// (see `arms::trigram`).
+/// (`arms::identity_query`). `spelled`: every word was found as written;
+/// `codes`: the product-line codes it names (see `arms::trigram`).
 async fn trigram_arm(
     tx: &Client,
     enabled: bool,
     elig: &Eligibility,
-    (positive, spelled): (&str, bool),
+    (positive, spelled, codes): (&str, bool, Option<&str>),
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     match enabled {
@@ -257,7 +259,7 @@ async fn trigram_arm(
             profile.trigram_limit,
             SkipReason::DescriptiveQuery,
         )),
-        true => arms::trigram(tx, elig, positive, spelled, profile).await,
+        true => arms::trigram(tx, elig, positive, (spelled, codes), profile).await,
         false => Ok(ArmResult::skipped(
             profile.trigram_limit,
             SkipReason::Disabled,

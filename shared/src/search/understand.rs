@@ -91,6 +91,17 @@ impl Understanding {
         self.corrections.is_empty() && self.unknown.is_empty() && self.identifiers.is_empty()
     }
 
+    /// The query's identifiers, space-separated, when one of them is a
+    /// product line's code (it has a stem, [`identifier_stem`]: "pxlt-3353",
+    /// not "4k" or "ip67"): what the trigram arm's relaxed steps match
+    /// (`trigram_identifier_steps`).
+    pub fn line_codes(&self) -> Option<String> {
+        self.identifiers
+            .iter()
+            .any(|w| identifier_stem(w).is_some())
+            .then(|| self.identifiers.join(" "))
+    }
+
     /// The query for the text arms: the corrected one, or `positive`
     /// unchanged.
     pub fn query<'a>(&'a self, positive: &'a str) -> &'a str {
@@ -286,6 +297,30 @@ pub async fn understand<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_codes_are_the_identifiers_when_one_has_a_stem() {
+        let of = |ids: &[&str]| Understanding {
+            identifiers: ids.iter().map(|w| w.to_string()).collect(),
+            ..Understanding::default()
+        };
+        assert_eq!(
+            of(&["pxlt-3353"]).line_codes().as_deref(),
+            Some("pxlt-3353")
+        );
+        assert_eq!(
+            of(&["ausw3116", "4k"]).line_codes().as_deref(),
+            Some("ausw3116 4k")
+        );
+        for ids in [
+            &["4k"][..],
+            &["ip67", "lc3"][..],
+            &["wh-1000xm5"][..],
+            &[][..],
+        ] {
+            assert_eq!(of(ids).line_codes(), None, "{ids:?}");
+        }
+    }
 
     #[test]
     fn english_words_are_never_corrected() {

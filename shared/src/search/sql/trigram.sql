@@ -4,7 +4,9 @@
 -- pg_trgm.word_similarity_threshold, set by the caller for each step
 -- (arms::trigram); a stricter threshold lets the index discard more
 -- candidates before the heap recheck (~20 us of word_similarity each).
--- $11 the lower-cased query, $12 the safety budget.
+-- $11 what the step matches (the lower-cased query, or for a relaxed step of
+-- a query that names a code, its codes), $12 the safety budget, $13 the
+-- lower-cased query the matches are scored for.
 -- The budget bounds a query of common words ("air fryer": thousands of
 -- matches at 100k, nearly all tied at 1.0, at every threshold); matches past
 -- it are not returned and the arm reports `budget_cut`. The cheap
@@ -18,8 +20,8 @@
 -- scored here (`score`), where the database's locale defines their words.
 SELECT pp.product_id, pp.identity_text,
        CASE WHEN octet_length(pp.identity_text) <> length(pp.identity_text)
-                 OR octet_length($11::text) <> length($11::text)
-            THEN word_similarity($11::text, pp.identity_text)::float8 END AS score
+                 OR octet_length($13::text) <> length($13::text)
+            THEN word_similarity($13::text, pp.identity_text)::float8 END AS score
 FROM search.product_projection pp
 WHERE true
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
