@@ -2172,7 +2172,7 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
     let (code, variant, other): (String, String, String) = (row.get(0), row.get(1), row.get(2));
     let q = format!("{code} {variant}");
     let elig = Eligibility::new(&Filters {
-        domain: Some(other),
+        domain: Some(other.clone()),
         ..Default::default()
     });
     let off = RetrievalProfile {
@@ -2193,6 +2193,55 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
     // A code that matches nothing: the relaxed steps run for the whole
     // query after all.
     let garbled = arms::trigram(&tx, &elig, &q, (false, Some("xqzjwv")), &profile)
+        .await
+        .unwrap();
+    // A word outside ASCII: the SQL scores the matches, still for the whole
+    // query.
+    let wide = format!("{q} größe");
+    let wide_arm = arms::trigram(&tx, &elig, &wide, (false, Some(&code)), &profile)
+        .await
+        .unwrap();
+    let wide_scores: Vec<(String, f64, f64)> = {
+        let ids: Vec<String> = wide_arm
+            .candidates
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect();
+        let rows = tx
+            .query(
+                "SELECT product_id, word_similarity($2, identity_text)::float8
+                 FROM search.product_projection WHERE product_id = ANY ($1)",
+                &[&ids, &wide],
+            )
+            .await
+            .unwrap();
+        wide_arm
+            .candidates
+            .iter()
+            .map(|(id, score)| {
+                let r = rows.iter().find(|r| r.get::<_, &str>(0) == id).unwrap();
+                (id.clone(), *score, r.get::<_, f64>(1))
+            })
+            .collect()
+    };
+    // A category of that domain: the slice keeps the whole query.
+    let category: String = tx
+        .query_one(
+            "SELECT category_key FROM search.product_projection WHERE domain = $1
+             GROUP BY category_key ORDER BY count(*) DESC, category_key LIMIT 1",
+            &[&other],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let slice = Eligibility::new(&Filters {
+        category_key: Some(category),
+        ..Default::default()
+    });
+    let sliced = arms::trigram(&tx, &slice, &q, (false, Some(&code)), &profile)
+        .await
+        .unwrap();
+    let sliced_whole = arms::trigram(&tx, &slice, &q, (false, None), &profile)
         .await
         .unwrap();
     // Each candidate's word similarity to the code and to the whole query.
@@ -2250,9 +2299,39 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
     };
     // The arm's account says which it matched.
     assert_eq!(codes.matched_codes.as_deref(), Some(code.as_str()), "{q}");
-    for arm in [&whole, &unset, &garbled] {
+    for arm in [&unset, &garbled, &sliced] {
         assert_eq!(arm.matched_codes, None, "{q}");
     }
+    assert!(
+        same(&sliced, &sliced_whole),
+        "{q}: a slice keeps the whole query"
+    );
+    assert_eq!(
+        wide_arm.matched_codes.as_deref(),
+        Some(code.as_str()),
+        "{wide}"
+    );
+    assert!(!wide_scores.is_empty(), "{wide}");
+    for (id, score, to_wide) in &wide_scores {
+        assert!(
+            (score - to_wide).abs() < 1e-6,
+            "{wide}: {id} scored {score}, not {to_wide}"
+        );
+    }
+
+    // Through the service: the understanding step's identifiers reach the arm.
+    let served = run(
+        &ctx(&db, profile.clone()),
+        json!({"query": q, "include_diagnostics": true, "filters": {"domain": other}}),
+    )
+    .await
+    .unwrap();
+    let d = served.diagnostics.unwrap();
+    assert_eq!(
+        d.arms[Arm::Trigram].matched_codes.as_deref(),
+        Some(code.as_str()),
+        "{q}"
+    );
     assert!(
         same(&unset, &whole),
         "{q}: the setting off must match the whole query"

@@ -48,9 +48,11 @@ pub struct RetrievalProfile {
     /// 0: every query runs the cascade.
     pub trigram_spelled_perfect: i64,
     /// 1: for a query that names a product line's code ("PXLT-3353 Mini"),
-    /// the trigram arm's relaxed steps match the code alone, and score what
-    /// they find for the whole query; its perfect step keeps the whole
-    /// query. 0: every step matches the whole query.
+    /// the trigram arm's relaxed steps match the query's identifiers alone,
+    /// and score what they find for the whole query; its perfect step keeps
+    /// the whole query, and so do the relaxed steps when the identifiers
+    /// match nothing and under a category or brand filter. 0: every step
+    /// matches the whole query.
     pub trigram_identifier_steps: i64,
     /// Safety budget of every cascade step: matches it scores at most (in
     /// physical order); past it the arm reports `budget_cut`. Bounds the
@@ -223,7 +225,7 @@ impl Default for RetrievalProfile {
             trigram_spelled_perfect: 1,
             // Chosen by what the relaxed steps are for (near-spellings of a code), not tuned:
             // there is no number in it. See EVALUATION.md and BENCHMARKS.md, "The trigram arm's
-            // relaxed steps match a code alone".
+            // relaxed steps for a code".
             trigram_identifier_steps: 1,
             // Bounds common words ("air fryer" matches thousands at every threshold): category-word
             // queries p50/p95 85/158 ms without it, 31/47 with 1000, 18/32 with 500. A cut step holds

@@ -741,6 +741,13 @@ async fn trigram_step<C: GenericClient>(
     Ok((scored, rows.len() as i64 >= budget))
 }
 
+/// The words pg_trgm takes trigrams of: runs of letters and digits.
+fn trigram_words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
 /// Whether a query is long enough for the trigram arm to start at its floor
 /// (see [`trigram`]).
 fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
@@ -811,7 +818,9 @@ fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
 ///   (anti-correlated filters at 100k: arm p95 50.5 -> 60.0 ms with it).
 ///
 /// `mode` is `threshold_<t>`, the threshold that served last; the setting is
-/// left at it for the rest of the transaction (no other arm reads it). The
+/// left at it for the rest of the transaction (no other arm reads it). With
+/// `matched_codes` set, the threshold and the verdict are about the codes'
+/// similarity, and a row's score (for the whole query) can be lower. The
 /// verdict is about that threshold: `exhausted` means fewer eligible matches
 /// at `<t>` than the limit, `budget_cut` that a step met the safety budget
 /// (`trigram_scan_budget` matches scored, in physical order).
@@ -835,10 +844,17 @@ pub async fn trigram<C: GenericClient>(
     let long = trigram_long_query(&q, profile);
     let budget = profile.trigram_scan_budget;
     let slice = elig.category_key.is_some() || elig.brand.is_some();
-    // What the relaxed steps match: the codes alone, or the query.
-    let relaxed = match codes.filter(|_| profile.trigram_identifier_steps == 1 && !slice) {
-        Some(codes) => codes.to_lowercase(),
-        None => q.clone(),
+    // What the relaxed steps match: the codes alone, or the query (also
+    // when the codes are all its words).
+    let relaxed = match codes.map(str::to_lowercase) {
+        Some(codes)
+            if profile.trigram_identifier_steps == 1
+                && !slice
+                && trigram_words(&codes) != trigram_words(&q) =>
+        {
+            codes
+        }
+        _ => q.clone(),
     };
     let find = (relaxed.as_str(), q.as_str());
     let perfect_only = spelled && profile.trigram_spelled_perfect == 1;
@@ -867,9 +883,12 @@ pub async fn trigram<C: GenericClient>(
         finds.push((q.as_str(), q.as_str()));
     }
     for find in finds {
+        // Whether this pass's own steps matched anything.
+        let mut matched = false;
         if long || slice {
             let (rows, floor_cut) =
                 trigram_step(db, elig, find, scorer, floor, budget, profile).await?;
+            matched |= !rows.is_empty();
             merge_step(&mut merged, rows, limit);
             cut = floor_cut;
             if floor_cut && long {
@@ -877,6 +896,7 @@ pub async fn trigram<C: GenericClient>(
                     let (rows, step_cut) =
                         trigram_step(db, elig, find, scorer, th, budget, profile).await?;
                     let found = rows.len();
+                    matched |= found > 0;
                     merge_step(&mut merged, rows, limit);
                     served = th;
                     if found >= enough || step_cut {
@@ -888,6 +908,7 @@ pub async fn trigram<C: GenericClient>(
             for th in trigram_steps(profile) {
                 let (rows, step_cut) =
                     trigram_step(db, elig, find, scorer, th, budget, profile).await?;
+                matched |= !rows.is_empty();
                 merge_step(&mut merged, rows, limit);
                 served = th;
                 cut = step_cut;
@@ -897,7 +918,7 @@ pub async fn trigram<C: GenericClient>(
                 }
             }
         }
-        if !merged.is_empty() {
+        if matched {
             matched_codes = (find.0 != find.1).then(|| find.0.to_string());
             break;
         }
