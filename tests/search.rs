@@ -2126,6 +2126,28 @@ async fn domain_walks_are_left_out_where_they_cannot_help() {
     assert_eq!(mode(&r), "hnsw_domain_walks");
 }
 
+/// Each of `arm`'s candidates' word similarity to each of `texts`, as
+/// pg_trgm computes it.
+async fn word_similarities(
+    tx: &tokio_postgres::Transaction<'_>,
+    arm: &arms::ArmResult,
+    texts: &[&str],
+) -> std::collections::HashMap<String, Vec<f64>> {
+    let ids: Vec<&str> = arm.candidates.iter().map(|(id, _)| id.as_str()).collect();
+    tx.query(
+        "SELECT product_id,
+                ARRAY(SELECT word_similarity(t, identity_text)::float8
+                      FROM unnest($2::text[]) WITH ORDINALITY AS u (t, i) ORDER BY i)
+         FROM search.product_projection WHERE product_id = ANY ($1)",
+        &[&ids, &texts],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
 #[tokio::test]
 async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the_whole_query() {
     // A product line's code with a variant word ("pxlt-1000 pro"), under a
@@ -2201,29 +2223,7 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
     let wide_arm = arms::trigram(&tx, &elig, &wide, (false, Some(&code)), &profile)
         .await
         .unwrap();
-    let wide_scores: Vec<(String, f64, f64)> = {
-        let ids: Vec<String> = wide_arm
-            .candidates
-            .iter()
-            .map(|(id, _)| id.clone())
-            .collect();
-        let rows = tx
-            .query(
-                "SELECT product_id, word_similarity($2, identity_text)::float8
-                 FROM search.product_projection WHERE product_id = ANY ($1)",
-                &[&ids, &wide],
-            )
-            .await
-            .unwrap();
-        wide_arm
-            .candidates
-            .iter()
-            .map(|(id, score)| {
-                let r = rows.iter().find(|r| r.get::<_, &str>(0) == id).unwrap();
-                (id.clone(), *score, r.get::<_, f64>(1))
-            })
-            .collect()
-    };
+    let wide_scores = word_similarities(&tx, &wide_arm, &[&wide]).await;
     // A category of that domain: the slice keeps the whole query.
     let category: String = tx
         .query_one(
@@ -2245,32 +2245,8 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
         .await
         .unwrap();
     // Each candidate's word similarity to the code and to the whole query.
-    let similarity = |ids: Vec<String>| {
-        let tx = &tx;
-        let (code, q) = (code.clone(), q.clone());
-        async move {
-            let rows = tx
-                .query(
-                    "SELECT product_id, word_similarity($2, identity_text)::float8,
-                            word_similarity($3, identity_text)::float8
-                     FROM search.product_projection WHERE product_id = ANY ($1)",
-                    &[&ids, &code, &q],
-                )
-                .await
-                .unwrap();
-            rows.iter()
-                .map(|r| {
-                    (
-                        r.get::<_, String>(0),
-                        (r.get::<_, f64>(1), r.get::<_, f64>(2)),
-                    )
-                })
-                .collect::<std::collections::HashMap<_, _>>()
-        }
-    };
-    let ids = |arm: &arms::ArmResult| arm.candidates.iter().map(|(id, _)| id.clone()).collect();
-    let of_codes = similarity(ids(&codes)).await;
-    let of_whole = similarity(ids(&whole)).await;
+    let of_codes = word_similarities(&tx, &codes, &[&code, &q]).await;
+    let of_whole = word_similarities(&tx, &whole, &[&code]).await;
     tx.rollback().await.unwrap();
 
     assert!(
@@ -2278,13 +2254,11 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
         "{q}: the premise needs near spellings of {code}"
     );
     assert!(
-        of_whole
-            .values()
-            .any(|(to_code, _)| *to_code < profile.trigram_floor),
+        of_whole.values().any(|s| s[0] < profile.trigram_floor),
         "{q}: the premise needs whole-query matches that do not spell the code"
     );
     for (id, score) in &codes.candidates {
-        let (to_code, to_query) = of_codes[id];
+        let (to_code, to_query) = (of_codes[id][0], of_codes[id][1]);
         assert!(
             to_code >= profile.trigram_floor - 1e-6,
             "{q}: {id} does not spell {code}"
@@ -2311,8 +2285,9 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
         Some(code.as_str()),
         "{wide}"
     );
-    assert!(!wide_scores.is_empty(), "{wide}");
-    for (id, score, to_wide) in &wide_scores {
+    assert!(!wide_arm.candidates.is_empty(), "{wide}");
+    for (id, score) in &wide_arm.candidates {
+        let to_wide = wide_scores[id][0];
         assert!(
             (score - to_wide).abs() < 1e-6,
             "{wide}: {id} scored {score}, not {to_wide}"

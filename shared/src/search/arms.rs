@@ -844,19 +844,11 @@ pub async fn trigram<C: GenericClient>(
     let long = trigram_long_query(&q, profile);
     let budget = profile.trigram_scan_budget;
     let slice = elig.category_key.is_some() || elig.brand.is_some();
-    // What the relaxed steps match: the codes alone, or the query (also
-    // when the codes are all its words).
-    let relaxed = match codes.map(str::to_lowercase) {
-        Some(codes)
-            if profile.trigram_identifier_steps == 1
-                && !slice
-                && trigram_words(&codes) != trigram_words(&q) =>
-        {
-            codes
-        }
-        _ => q.clone(),
-    };
-    let find = (relaxed.as_str(), q.as_str());
+    // The codes the relaxed steps match first, unless they are all the
+    // query's words.
+    let codes = codes.map(str::to_lowercase).filter(|c| {
+        profile.trigram_identifier_steps == 1 && !slice && trigram_words(c) != trigram_words(&q)
+    });
     let perfect_only = spelled && profile.trigram_spelled_perfect == 1;
     let perfect_first =
         !long && !slice && elig.domain.is_none() && profile.trigram_perfect_first == 1;
@@ -877,12 +869,9 @@ pub async fn trigram<C: GenericClient>(
     // The relaxed steps match the codes alone first; when those match
     // nothing (a code garbled beyond the floor, "NVS-2039 Plus" of
     // "NVSW-1039 Plus"), the whole query.
-    let mut finds = vec![find];
     let mut matched_codes = None;
-    if relaxed != q {
-        finds.push((q.as_str(), q.as_str()));
-    }
-    for find in finds {
+    for text in codes.iter().chain([&q]) {
+        let find = (text.as_str(), q.as_str());
         // Whether this pass's own steps matched anything.
         let mut matched = false;
         if long || slice {
@@ -919,7 +908,7 @@ pub async fn trigram<C: GenericClient>(
             }
         }
         if matched {
-            matched_codes = (find.0 != find.1).then(|| find.0.to_string());
+            matched_codes = (*text != q).then(|| text.clone());
             break;
         }
     }
