@@ -821,6 +821,47 @@ async fn the_back_off_ranks_products_holding_more_of_the_query_first() {
 }
 
 #[tokio::test]
+async fn a_relaxed_step_matches_exactly_the_documents_holding_k_of_the_terms() {
+    let db = TestDb::with_sample("backoff_k_of_n").await;
+    let c = db.runtime().await;
+    // Words from every field, one of them hyphenated (several lexemes).
+    let q = "compact quiet wireless stainless steel desk lamp sit-stand";
+    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive)
+        .await
+        .unwrap();
+    let terms = &relax.present;
+    assert_eq!(terms.len(), 8, "{terms:?}");
+    let mut sizes = Vec::new();
+    for k in 1..=terms.len() {
+        let step = arms::at_least(terms, k);
+        let by_step = texts(
+            &c,
+            "SELECT product_id FROM search.product_projection
+             WHERE document @@ $1::text::tsquery ORDER BY product_id",
+            &[&step],
+        )
+        .await;
+        let by_count = texts(
+            &c,
+            "SELECT product_id FROM search.product_projection pp
+             WHERE (SELECT count(*) FROM unnest($1::text[]) AS t (q)
+                    WHERE pp.document @@ t.q::tsquery) >= $2
+             ORDER BY product_id",
+            &[terms, &(k as i64)],
+        )
+        .await;
+        assert_eq!(by_step, by_count, "at least {k} of {terms:?}");
+        sizes.push(by_step.len());
+    }
+    // From thousands holding any one term down to none holding all.
+    assert!(
+        sizes[0] > 1_000 && sizes.windows(2).all(|w| w[0] >= w[1]),
+        "{sizes:?}"
+    );
+    assert!(sizes.iter().filter(|n| **n > 0).count() >= 3, "{sizes:?}");
+}
+
+#[tokio::test]
 async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let db = TestDb::with_sample("negation").await;
     let mut c = db.runtime().await;

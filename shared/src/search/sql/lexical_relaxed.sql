@@ -1,11 +1,12 @@
 -- Lexical arm, relaxed step: the documents that hold at least k of the
--- query's n terms, written by the service (arms::lexical) as a tsquery of
--- every k-term combination ("(a & b) | (a & c) | (b & c)") from the terms'
--- own lexemes (plainto_tsquery, lexical_terms.sql). The GIN index finds the
--- documents that hold enough terms, so only those are fetched and ranked:
--- holding more of the query is the pre-score, ts_rank_cd orders within it,
--- against the plain disjunction of the terms ($14, "a | b | c"): cover
--- density over the combinations themselves grows with their number.
+-- query's n terms, written by the service (arms::at_least) as a tsquery
+-- over the terms' own lexemes (plainto_tsquery, lexical_terms.sql), in
+-- factored form: at least 2 of a, b, c is "(a & (b | c)) | (b & c)". The GIN
+-- index finds the documents that hold enough terms, so only those are
+-- fetched and ranked: holding more of the query is the pre-score,
+-- ts_rank_cd orders within it, against the plain disjunction of the terms
+-- ($14, "a | b | c"): cover density over the step's own query would depend
+-- on how it is written.
 -- $11 the step's tsquery (text), $12 the scoring budget, $13 the arm's
 -- limit, $14 the ranking tsquery (text).
 -- Negated terms are excluded by the eligibility predicate ($10).
