@@ -329,6 +329,16 @@ struct ShapeStats {
     strategies: BTreeMap<String, usize>,
 }
 
+/// What a run stopped at: the step, the query and the filter shape, and
+/// the settings that bound a search's time, so the one query can be rerun
+/// (`mosaic search`) or given more room.
+fn failed(step: &str, query: &str, shape: &str) -> String {
+    format!(
+        "{step} for {query:?} (filter shape {shape}) failed; a statement or request deadline \
+         is MOSAIC_STATEMENT_TIMEOUT_MS / MOSAIC_REQUEST_DEADLINE_MS"
+    )
+}
+
 fn s(v: &[f64]) -> Summary {
     bench::summarize(v)
 }
@@ -403,7 +413,9 @@ async fn bench_size(
         for shape in SHAPES {
             let b = body(q, &shapes.filters(shape, q));
             let req = SearchRequest::from_json(&b, Shape::Nested, profile)?;
-            mosaic::search::search(&ctx, &principal, req).await?;
+            mosaic::search::search(&ctx, &principal, req)
+                .await
+                .with_context(|| failed("warm-up search", &q.text, shape))?;
         }
     }
 
@@ -415,7 +427,9 @@ async fn bench_size(
             let f = shapes.filters(shape, q);
             let req = SearchRequest::from_json(&body(q, &f), Shape::Nested, profile)?;
             let text = req.normalized_query.clone().unwrap_or_default();
-            let resp = mosaic::search::search(&ctx, &principal, req.clone()).await?;
+            let resp = mosaic::search::search(&ctx, &principal, req.clone())
+                .await
+                .with_context(|| failed("search", &q.text, shape))?;
             let d = resp.diagnostics.context("diagnostics were requested")?;
             let timing = |stage: &str| d.timings_ms.get(stage).copied().unwrap_or(0.0);
             for stage in STAGES {
@@ -448,7 +462,11 @@ async fn bench_size(
             // The floor: the same arm SQL, one connection, back to back.
             let elig = Eligibility::with_query(&req.filters, Some(&text));
             let v = bench::query_vector(&*embedder, &text).await?;
-            let run = bench::direct(&mut direct_client, &elig, &text, &v, profile).await?;
+            let run = bench::direct(&mut direct_client, &elig, &text, &v, profile)
+                .await
+                .with_context(|| {
+                    failed("floor run (the arms' SQL back to back)", &q.text, shape)
+                })?;
             st.floor.push(run.floor_ms);
             st.floor_arm_sum
                 .push(run.exact_identifier_ms + run.lexical.ms + run.trigram.ms + run.semantic.ms);
@@ -599,7 +617,9 @@ async fn filters_only(
             let b = json!({"filters": bench::filters_json(&shapes.filters(shape, q)),
                            "limit": 10, "include_diagnostics": true});
             let req = SearchRequest::from_json(&b, Shape::Nested, profile)?;
-            let resp = mosaic::search::search(ctx, principal, req).await?;
+            let resp = mosaic::search::search(ctx, principal, req)
+                .await
+                .with_context(|| failed("filters-only search", &q.text, shape))?;
             let d = resp.diagnostics.context("diagnostics were requested")?;
             *strategies.entry(d.strategy.as_str().into()).or_default() += 1;
             metadata.push(d.timings_ms.get("metadata").copied().unwrap_or(0.0));
@@ -1239,6 +1259,14 @@ mod tests {
             kinds_line(&by_kind),
             "descriptive 1.000, model_number 0.500"
         );
+    }
+
+    #[test]
+    fn a_failed_search_names_its_query_shape_and_deadlines() {
+        let m = failed("search", "pxlt-3353 mini", "broad");
+        assert!(m.contains("\"pxlt-3353 mini\""), "{m}");
+        assert!(m.contains("filter shape broad"), "{m}");
+        assert!(m.contains("MOSAIC_STATEMENT_TIMEOUT_MS"), "{m}");
     }
 
     #[test]

@@ -491,10 +491,11 @@ fn combinations(n: usize, k: usize) -> usize {
 /// Written factored, "(a & at least k-1 of the rest) | at least k of the
 /// rest", rather than as the disjunction of every k-term combination: the
 /// same documents, but the GIN scan evaluates the query for every document
-/// holding any of the terms, and the factored form is about half the size
-/// and a document that lacks a term skips every branch that needs it. At 100k products, "at
-/// least 4 of 7" under a domain filter took 18-25 ms as 35 combinations and
-/// 8-9 ms factored (BENCHMARKS.md, "The lexical back-off's steps, factored").
+/// holding any of the terms, and the factored form is about half the size,
+/// and a document that lacks a term skips every branch that needs it. At
+/// 100k products, "at least 4 of 7" under a domain filter took 18-25 ms as
+/// 35 combinations and 8-9 ms factored (BENCHMARKS.md, "The lexical
+/// back-off's steps, factored").
 pub fn at_least(terms: &[String], k: usize) -> String {
     let n = terms.len();
     if k == 0 || k > n {
