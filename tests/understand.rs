@@ -165,6 +165,54 @@ async fn the_vocabulary_follows_the_catalog_and_only_the_owner_writes_it() {
 }
 
 #[tokio::test]
+async fn a_tie_between_corrections_goes_to_the_word_held_alongside_the_query() {
+    let db = TestDb::with_sample("understand_tie").await;
+    // "zorbax" is one edit from "zorbay" (two products) and from "zorbal"
+    // (one product, the only one that also holds "quillon"). Each copies the
+    // catalog's first product, which these ids sort after.
+    add_product_titled(&db, "Q-TIE-1", "Zorbay").await;
+    add_product_titled(&db, "Q-TIE-2", "Zorbay").await;
+    add_product_titled(&db, "Q-TIE-3", "Zorbal Quillon").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    let body = json!({"query": "zorbax quillon", "limit": 5, "include_diagnostics": true});
+    let r = search(&c, body.clone()).await;
+    let u = &r["diagnostics"]["query_understanding"];
+    assert_eq!(
+        u["corrections"],
+        json!([{"from": "zorbax", "to": "zorbal", "edits": 1, "alongside": 1}]),
+        "{u}"
+    );
+    assert_eq!(served(&r)[0], "Q-TIE-3");
+    // The receipt holds the same record, and explain shows it.
+    let e = explain_retrieval(
+        &c,
+        &alice(),
+        &json!({"retrieval_scope_id": r["search_event_id"]}),
+    )
+    .await
+    .expect("explain");
+    assert_eq!(e["query_understanding"], *u);
+
+    // With nothing else in the query, the most common word wins.
+    let r = search(&c, json!({"query": "zorbax", "include_diagnostics": true})).await;
+    assert_eq!(
+        r["diagnostics"]["query_understanding"]["corrections"],
+        json!([{"from": "zorbax", "to": "zorbay", "edits": 1, "alongside": 0}])
+    );
+
+    // With the setting off, as before it existed: the most common word.
+    let off = RetrievalProfile {
+        correction_context: 0,
+        ..RetrievalProfile::default()
+    };
+    let r = search(&ctx(&db, off), body).await;
+    assert_eq!(
+        r["diagnostics"]["query_understanding"]["corrections"],
+        json!([{"from": "zorbax", "to": "zorbay", "edits": 1}])
+    );
+}
+
+#[tokio::test]
 async fn a_query_spelled_as_written_takes_only_the_trigram_arms_perfect_step() {
     let db = TestDb::with_sample("understand_spelled").await;
     let (_, lower, _) = a_brand(&db).await;

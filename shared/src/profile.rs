@@ -64,6 +64,10 @@ pub struct RetrievalProfile {
     /// Least pg_trgm similarity of a vocabulary word to a misspelt query
     /// word for it to be considered as the correction (the edits decide).
     pub correction_min_similarity: f64,
+    /// 1: when several vocabulary words are equally close to a misspelt
+    /// word, the one that products hold alongside the most of the query's
+    /// other words wins, then the most common; 0: the most common.
+    pub correction_context: i64,
     /// Candidates the semantic arm returns at most.
     pub semantic_limit: i64,
     /// Eligible rows at or below which the semantic arm scans the eligible
@@ -242,6 +246,10 @@ impl Default for RetrievalProfile {
             // pg_trgm's own default (0.3) misses one-letter slips of short words ("pus" / "plus":
             // 0.29); the edit limit, not this, decides what is corrected.
             correction_min_similarity: 0.25,
+            // Chosen by what a tie-break is for, not tuned: there is no number in it. "Paperlane
+            // Staning Desk": "staying" (4,297 products) and "standing" (3,225) are one edit away;
+            // no product holds "staying" with "paperlane" or "desk". See EVALUATION.md.
+            correction_context: 1,
             semantic_limit: 150,
             // mosaic bench (BENCHMARKS.md): 10000 gave recall 1.0 but 33-70 ms arm p50 at 10k; 1000 kept.
             semantic_exact_threshold: 1_000,
@@ -366,7 +374,7 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 10] = [
+const BEFORE_THE_FIELD: [(&str, i64); 11] = [
     // Short queries went straight to the trigram cascade.
     ("trigram_perfect_first", 0),
     // Queries spelled as written ran the whole trigram cascade.
@@ -375,6 +383,8 @@ const BEFORE_THE_FIELD: [(&str, i64); 10] = [
     ("trigram_identifier_steps", 0),
     // Queries reached the arms as written.
     ("query_correction", 0),
+    // Ties between equally close corrections went to the most common word.
+    ("correction_context", 0),
     // One walk of one graph.
     ("semantic_domain_walk_ef", 0),
     // Domain walks ended at their first candidate list.
@@ -419,7 +429,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 38] = [
+        let checks: [(bool, &str); 39] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -435,6 +445,10 @@ impl RetrievalProfile {
             (
                 (0..=1).contains(&self.query_correction),
                 "query_correction must be 0 or 1",
+            ),
+            (
+                (0..=1).contains(&self.correction_context),
+                "correction_context must be 0 or 1",
             ),
             (
                 (0.05..=1.0).contains(&self.correction_min_similarity),

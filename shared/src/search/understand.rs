@@ -15,8 +15,12 @@
 //!   "kids"), and without the dictionary those would be "corrected" into
 //!   the catalog's own look-alikes. A word neither holds is replaced by its closest vocabulary word within the allowed
 //!   number of edits (one for three to five letters, two from six: the
-//!   "AUTO" fuzziness of common search engines), the most common one when
-//!   several are as close; a word with no such neighbour stays as written.
+//!   "AUTO" fuzziness of common search engines). When several are as
+//!   close, the one that products hold alongside the most of the query's
+//!   other words wins (up to four of them, nearest first: "staning desk"
+//!   is "standing desk", although more products hold "staying"), then the
+//!   most common (`correction_context`); a word with no such neighbour
+//!   stays as written.
 //!   Candidates come from the vocabulary's trigram index, at least
 //!   `correction_min_similarity` similar; the edits are counted here
 //!   (insertions, deletions, substitutions and swaps of two neighbours).
@@ -55,6 +59,11 @@ pub fn is_english(word: &str) -> bool {
 }
 
 const VOCABULARY_SQL: &str = include_str!("sql/vocabulary.sql");
+const CORRECTION_CONTEXT_SQL: &str = include_str!("sql/correction_context.sql");
+
+/// How many of the query's other words (nearest first) settle a tie
+/// between equally close corrections.
+const CONTEXT_WORDS: usize = 4;
 
 /// How many trigram neighbours of an unknown word are compared by edits.
 const NEIGHBOURS: i64 = 20;
@@ -65,6 +74,11 @@ pub struct Correction {
     pub from: String,
     pub to: String,
     pub edits: u32,
+    /// When other vocabulary words were as close: how many of the query's
+    /// other words (of those that settled the tie) products hold it
+    /// alongside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alongside: Option<u32>,
 }
 
 /// What the step found, as recorded in the receipt and shown by explain.
@@ -193,22 +207,96 @@ pub fn edit_distance(a: &str, b: &str) -> u32 {
     d[n][m]
 }
 
-/// The correction of `word` among its vocabulary `neighbours` (word,
-/// products): fewest edits within [`max_edits`], then most products, then
-/// the word itself, so the choice does not depend on the order given.
-pub fn choose(word: &str, neighbours: &[(String, i32)]) -> Option<Correction> {
+/// The vocabulary words of `neighbours` (word, products) that are as few
+/// edits from `word` as the closest one, within [`max_edits`]: (word,
+/// products, edits), most common first, then by word, so the order does
+/// not depend on the order given.
+pub fn closest(word: &str, neighbours: &[(String, i32)]) -> Vec<(String, i32, u32)> {
     let allowed = max_edits(word.chars().count());
-    neighbours
+    let mut out: Vec<(String, i32, u32)> = neighbours
         .iter()
         .filter(|(n, _)| n != word && n.chars().all(char::is_alphabetic))
-        .map(|(n, products)| (edit_distance(word, n), *products, n))
-        .filter(|(edits, _, _)| *edits <= allowed)
-        .min_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(b.2)))
-        .map(|(edits, _, to)| Correction {
+        .map(|(n, products)| (n.clone(), *products, edit_distance(word, n)))
+        .filter(|(_, _, edits)| *edits <= allowed)
+        .collect();
+    let fewest = out.iter().map(|c| c.2).min();
+    out.retain(|c| Some(c.2) == fewest);
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+/// The correction of `word` among its vocabulary `neighbours` (word,
+/// products): fewest edits within [`max_edits`], then most products, then
+/// the word itself.
+pub fn choose(word: &str, neighbours: &[(String, i32)]) -> Option<Correction> {
+    closest(word, neighbours)
+        .into_iter()
+        .next()
+        .map(|(to, _, edits)| Correction {
             from: word.to_string(),
-            to: to.clone(),
+            to,
             edits,
+            alongside: None,
         })
+}
+
+/// As [`choose`], with a tie between equally close words settled first by
+/// `alongside` (how many of the query's other words products hold a
+/// candidate with), then by products and by word.
+pub fn choose_in_context(
+    word: &str,
+    neighbours: &[(String, i32)],
+    alongside: impl Fn(&str) -> u32,
+) -> Option<Correction> {
+    let tied = closest(word, neighbours);
+    if tied.len() < 2 {
+        return choose(word, neighbours);
+    }
+    // `tied` is most common first: the first of the most alongside wins.
+    let mut best: Option<(u32, &(String, i32, u32))> = None;
+    for c in &tied {
+        let n = alongside(&c.0);
+        if best.is_none_or(|(m, _)| n > m) {
+            best = Some((n, c));
+        }
+    }
+    best.map(|(n, (to, _, edits))| Correction {
+        from: word.to_string(),
+        to: to.clone(),
+        edits: *edits,
+        alongside: Some(n),
+    })
+}
+
+/// The words that settle a tie for `word`: the other words of `positive`
+/// (lower case, without their punctuation, each once), nearest to it
+/// first, at most [`CONTEXT_WORDS`], leaving out the words in `skip` (the
+/// other misspelt ones, which no product holds).
+pub fn context_words(positive: &str, word: &str, skip: &[String]) -> Vec<String> {
+    let tokens: Vec<String> = positive
+        .split_whitespace()
+        .map(|t| core(t).to_lowercase())
+        .collect();
+    let Some(at) = tokens.iter().position(|t| t == word) else {
+        return Vec::new();
+    };
+    let mut by_distance: Vec<(usize, usize)> = (0..tokens.len())
+        .filter(|&i| i != at)
+        .map(|i| (i.abs_diff(at), i))
+        .collect();
+    by_distance.sort();
+    let mut out: Vec<String> = Vec::new();
+    for (_, i) in by_distance {
+        let t = &tokens[i];
+        if !t.is_empty() && t != word && !skip.contains(t) && !out.contains(t) {
+            out.push(t.clone());
+        }
+        if out.len() == CONTEXT_WORDS {
+            break;
+        }
+    }
+    out
 }
 
 /// `positive` with every corrected word replaced, the punctuation around it
@@ -266,8 +354,7 @@ pub async fn understand<C: GenericClient>(
         crate::db::set_local(db, "pg_trgm.similarity_threshold", floor),
         db.query_typed(VOCABULARY_SQL, &params),
     )?;
-    let mut corrections = Vec::new();
-    let mut unknown = Vec::new();
+    let mut found: Vec<(String, Vec<(String, i32)>)> = Vec::new();
     for w in &words {
         let mut known = false;
         let mut neighbours: Vec<(String, i32)> = Vec::new();
@@ -277,10 +364,49 @@ pub async fn understand<C: GenericClient>(
                 neighbours.push((n, p));
             }
         }
-        if known {
-            continue;
+        if !known {
+            found.push((w.clone(), neighbours));
         }
-        match choose(w, &neighbours) {
+    }
+    let misspelt: Vec<String> = found.iter().map(|(w, _)| w.clone()).collect();
+    // Ties between equally close words: which of them products hold
+    // alongside the query's other words.
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if profile.correction_context != 0 {
+        for (w, neighbours) in &found {
+            let tied = closest(w, neighbours);
+            if tied.len() < 2 {
+                continue;
+            }
+            for other in context_words(positive, w, &misspelt) {
+                for (to, _, _) in &tied {
+                    let pair = (to.clone(), other.clone());
+                    if !pairs.contains(&pair) {
+                        pairs.push(pair);
+                    }
+                }
+            }
+        }
+    }
+    let together = held_together(db, &pairs).await?;
+    let mut corrections = Vec::new();
+    let mut unknown = Vec::new();
+    for (w, neighbours) in &found {
+        let others = context_words(positive, w, &misspelt);
+        let alongside = |to: &str| {
+            let held = |o: &String| {
+                pairs
+                    .iter()
+                    .position(|(c, x)| c == to && x == o)
+                    .is_some_and(|i| together[i])
+            };
+            others.iter().filter(|o| held(o)).count() as u32
+        };
+        let chosen = match profile.correction_context {
+            0 => choose(w, neighbours),
+            _ => choose_in_context(w, neighbours, alongside),
+        };
+        match chosen {
             Some(c) => corrections.push(c),
             None => unknown.push(w.clone()),
         }
@@ -292,6 +418,36 @@ pub async fn understand<C: GenericClient>(
         identifiers,
         unknown,
     })
+}
+
+/// For each (vocabulary word, query word) of `pairs`, whether some product
+/// holds both (`sql/correction_context.sql`): one round trip, with
+/// sequential scans off for its statements alone, so the documents' GIN
+/// index answers even for two common words that no product holds together.
+/// Nothing is sent when there are no pairs.
+async fn held_together<C: GenericClient>(
+    db: &C,
+    pairs: &[(String, String)],
+) -> Result<Vec<bool>, tokio_postgres::Error> {
+    if pairs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let asks = pairs.iter().map(|(word, other)| async move {
+        let row = db
+            .query_typed_one(
+                CORRECTION_CONTEXT_SQL,
+                &[(word, Type::TEXT), (other, Type::TEXT)],
+            )
+            .await?;
+        Ok::<bool, tokio_postgres::Error>(row.get(0))
+    });
+    // try_join! polls in order, so the statements are sent in this order.
+    let (_, held, _) = tokio::try_join!(
+        crate::db::set_local(db, "enable_seqscan", "off".to_string()),
+        futures_util::future::try_join_all(asks),
+        db.execute_typed("SET LOCAL enable_seqscan TO DEFAULT", &[]),
+    )?;
+    Ok(held)
 }
 
 #[cfg(test)]
@@ -384,6 +540,77 @@ mod tests {
     }
 
     #[test]
+    fn a_tie_goes_to_the_word_held_alongside_the_query_then_the_most_common() {
+        let n = |v: &[(&str, i32)]| {
+            v.iter()
+                .map(|(w, p)| (w.to_string(), *p))
+                .collect::<Vec<_>>()
+        };
+        let near = n(&[
+            ("staying", 4297),
+            ("standing", 3225),
+            ("stating", 10),
+            ("stain", 900),
+        ]);
+        // Only the equally close ones compete ("stain" is two edits away).
+        let tied: Vec<String> = closest("staning", &near).into_iter().map(|c| c.0).collect();
+        assert_eq!(tied, ["staying", "standing", "stating"]);
+        // Without context the most common wins.
+        assert_eq!(choose("staning", &near).unwrap().to, "staying");
+        let held = |to: &str| match to {
+            "standing" => 2,
+            "stating" => 1,
+            _ => 0,
+        };
+        let c = choose_in_context("staning", &near, held).unwrap();
+        assert_eq!(
+            (c.to.as_str(), c.edits, c.alongside),
+            ("standing", 1, Some(2))
+        );
+        // Held alongside as many: the most common of them, whatever the order.
+        let c = choose_in_context("staning", &near, |_| 1).unwrap();
+        assert_eq!((c.to.as_str(), c.alongside), ("staying", Some(1)));
+        let mut reversed = near.clone();
+        reversed.reverse();
+        assert_eq!(
+            choose_in_context("staning", &reversed, |_| 1).unwrap().to,
+            "staying"
+        );
+        // No tie: nothing to settle, nothing recorded.
+        let c = choose_in_context("warrenty", &n(&[("warranty", 40), ("warrant", 900)]), |_| 0);
+        assert_eq!(
+            c.unwrap(),
+            Correction {
+                from: "warrenty".into(),
+                to: "warranty".into(),
+                edits: 1,
+                alongside: None,
+            }
+        );
+    }
+
+    #[test]
+    fn the_words_that_settle_a_tie_are_the_nearest_others() {
+        let skip = vec!["staning".to_string(), "lmap".to_string()];
+        assert_eq!(
+            context_words("Paperlane Staning Desk", "staning", &skip),
+            ["paperlane", "desk"]
+        );
+        // Nearest first, at most four, each once, misspelt ones left out,
+        // punctuation dropped.
+        assert_eq!(
+            context_words(
+                "a b c \"desk\" lmap Staning, desk tall oak white x",
+                "staning",
+                &skip
+            ),
+            ["desk", "tall", "c", "oak"]
+        );
+        assert!(context_words("Staning", "staning", &skip).is_empty());
+        assert!(context_words("Paperlane Desk", "staning", &skip).is_empty());
+    }
+
+    #[test]
     fn only_words_of_letters_are_corrected_and_identifiers_are_seen() {
         assert_eq!(
             correctable_words("Sennova hedphones, wh-1000xm5 \"warrenty\" 5 ok it's"),
@@ -425,6 +652,7 @@ mod tests {
             from: "hedphones".into(),
             to: "headphones".into(),
             edits: 1,
+            alongside: None,
         }];
         assert_eq!(
             rewrite("Sennova \"Hedphones\" with a 5 year warranty?", &c),
