@@ -213,7 +213,7 @@ async fn a_tie_between_corrections_goes_to_the_word_held_alongside_the_query() {
 }
 
 #[tokio::test]
-async fn a_query_spelled_as_written_takes_only_the_trigram_arms_perfect_step() {
+async fn a_query_spelled_as_written_or_corrected_takes_only_the_trigram_arms_perfect_step() {
     let db = TestDb::with_sample("understand_spelled").await;
     let (_, lower, _) = a_brand(&db).await;
     let domain: String = db
@@ -251,13 +251,29 @@ async fn a_query_spelled_as_written_takes_only_the_trigram_arms_perfect_step() {
     let t = trigram(&r);
     assert_eq!(t["mode"], json!("threshold_1"), "{t}");
     assert!(t["returned"].as_i64().unwrap() > 0, "{t}");
-    // Misspelt: corrected to the same words, but the cascade runs.
+    // Misspelt and corrected to the same words: the same perfect step, for
+    // the corrected words.
     let r = search(&on, body(&typo)).await;
     assert_eq!(
         r["diagnostics"]["query_understanding"]["corrected_query"],
         json!(spelled)
     );
     let t = trigram(&r);
+    assert_eq!(t["mode"], json!("threshold_1"), "{t}");
+    assert!(t["returned"].as_i64().unwrap() > 0, "{t}");
+    // As before `trigram_corrected_perfect`: a corrected query runs the
+    // cascade.
+    let cascade = ctx(
+        &db,
+        RetrievalProfile {
+            trigram_corrected_perfect: 0,
+            ..Default::default()
+        },
+    );
+    let t = trigram(&search(&cascade, body(&typo)).await);
+    assert_ne!(t["mode"], json!("threshold_1"), "{t}");
+    // A word with no close neighbour is unknown: the cascade runs.
+    let t = trigram(&search(&on, body(&format!("{spelled} qzxwvk"))).await);
     assert_ne!(t["mode"], json!("threshold_1"), "{t}");
     // Off: the spelled query runs the cascade too.
     let t = trigram(&search(&off, body(&spelled)).await);

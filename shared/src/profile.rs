@@ -47,6 +47,11 @@ pub struct RetrievalProfile {
     /// admit texts holding part of it, are for misspelt words and codes.
     /// 0: every query runs the cascade.
     pub trigram_spelled_perfect: i64,
+    /// 1: a query whose misspelt words were all corrected (and that holds
+    /// no unknown word and no code) is treated as spelled: the trigram arm
+    /// takes its perfect step alone, for the corrected query, under
+    /// `trigram_spelled_perfect`; 0: it runs the cascade.
+    pub trigram_corrected_perfect: i64,
     /// 1: for a query that names a product line's code ("PXLT-3353 Mini"),
     /// the trigram arm's relaxed steps match the query's identifiers alone,
     /// and score what they find for the whole query; its perfect step keeps
@@ -227,6 +232,10 @@ impl Default for RetrievalProfile {
             // catalog's 2,100 lists all unchanged. Chosen by what the arm is for, not tuned: there
             // is no number in it. Needs `query_correction` (it says which words are spelled).
             trigram_spelled_perfect: 1,
+            // Chosen by what the arm is for, as above: the corrected words are the catalog's own.
+            // `mosaic eval`, both catalogs, one run each way: no list of any variant changed; see
+            // EVALUATION.md and BENCHMARKS.md, "The trigram arm for a corrected query".
+            trigram_corrected_perfect: 1,
             // Chosen by what the relaxed steps are for (near-spellings of a code), not tuned:
             // there is no number in it. See EVALUATION.md and BENCHMARKS.md, "The trigram arm's
             // relaxed steps for a code".
@@ -374,11 +383,13 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 11] = [
+const BEFORE_THE_FIELD: [(&str, i64); 12] = [
     // Short queries went straight to the trigram cascade.
     ("trigram_perfect_first", 0),
     // Queries spelled as written ran the whole trigram cascade.
     ("trigram_spelled_perfect", 0),
+    // A corrected query ran the trigram cascade.
+    ("trigram_corrected_perfect", 0),
     // Every trigram step matched the whole query.
     ("trigram_identifier_steps", 0),
     // Queries reached the arms as written.
@@ -429,7 +440,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 39] = [
+        let checks: [(bool, &str); 40] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -483,6 +494,10 @@ impl RetrievalProfile {
             (
                 (0..=1).contains(&self.trigram_spelled_perfect),
                 "trigram_spelled_perfect must be 0 or 1",
+            ),
+            (
+                (0..=1).contains(&self.trigram_corrected_perfect),
+                "trigram_corrected_perfect must be 0 or 1",
             ),
             (
                 (0..=1).contains(&self.trigram_identifier_steps),

@@ -786,8 +786,9 @@ fn trigram_long_query(query: &str, profile: &RetrievalProfile) -> bool {
 ///   its cut floor: there the floor of category words matches most of the
 ///   slice, and the strict step would be cut as well, at twice the cost.
 /// * Perfect only (`trigram_spelled_perfect`): a query `spelled` as
-///   written (the understanding step corrected nothing and found no
-///   unknown word and no code) takes the perfect step below alone, under
+///   written (the understanding step found no unknown word and no code,
+///   and, unless `trigram_corrected_perfect`, corrected nothing; the arm
+///   then searches for the corrected words) takes the perfect step below alone, under
 ///   any filter, and the arm ends there (`full` when it filled the limit,
 ///   otherwise `exhausted`). The relaxed thresholds admit texts that hold
 ///   only part of the query ("running shoes" of "extra-wide running

@@ -150,7 +150,11 @@ pub(crate) async fn run_arms(
             elig,
             (
                 positive,
-                profile.query_correction != 0 && understanding.spelled_as_written(),
+                profile.query_correction != 0
+                    && match profile.trigram_corrected_perfect {
+                        0 => understanding.spelled_as_written(),
+                        _ => understanding.spelled_once_corrected(),
+                    },
                 codes.as_deref(),
             ),
             profile,

@@ -105,6 +105,14 @@ impl Understanding {
         self.corrections.is_empty() && self.unknown.is_empty() && self.identifiers.is_empty()
     }
 
+    /// Whether every word the step checked is now a known word: found as
+    /// written or corrected to a vocabulary word, no unknown word, no
+    /// identifier. As [`spelled_as_written`](Self::spelled_as_written), it
+    /// means something only when correction ran.
+    pub fn spelled_once_corrected(&self) -> bool {
+        self.unknown.is_empty() && self.identifiers.is_empty()
+    }
+
     /// The query's identifiers, space-separated, when one of them is a
     /// product line's code (it has a stem, [`identifier_stem`]: "pxlt-3353",
     /// not "4k" or "ip67"): what the trigram arm's relaxed steps match
