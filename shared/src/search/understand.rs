@@ -377,38 +377,45 @@ pub async fn understand<C: GenericClient>(
         }
     }
     let misspelt: Vec<String> = found.iter().map(|(w, _)| w.clone()).collect();
-    // Ties between equally close words: which of them products hold
-    // alongside the query's other words.
+    // Ties between equally close words: each misspelt word's context (its
+    // nearest other words) and which tied candidates products hold
+    // alongside which of them.
+    let context: Vec<Vec<String>> = match profile.correction_context {
+        0 => vec![Vec::new(); found.len()],
+        _ => found
+            .iter()
+            .map(|(w, _)| context_words(positive, w, &misspelt))
+            .collect(),
+    };
     let mut pairs: Vec<(String, String)> = Vec::new();
-    if profile.correction_context != 0 {
-        for (w, neighbours) in &found {
-            let tied = closest(w, neighbours);
-            if tied.len() < 2 {
-                continue;
-            }
-            for other in context_words(positive, w, &misspelt) {
-                for (to, _, _) in &tied {
-                    let pair = (to.clone(), other.clone());
-                    if !pairs.contains(&pair) {
-                        pairs.push(pair);
-                    }
+    for ((w, neighbours), others) in found.iter().zip(&context) {
+        let tied = closest(w, neighbours);
+        if tied.len() < 2 {
+            continue;
+        }
+        for other in others {
+            for (to, _, _) in &tied {
+                let pair = (to.clone(), other.clone());
+                if !pairs.contains(&pair) {
+                    pairs.push(pair);
                 }
             }
         }
     }
     let together = held_together(db, &pairs).await?;
+    let held: HashSet<(&str, &str)> = pairs
+        .iter()
+        .zip(together)
+        .filter_map(|((to, other), held)| held.then_some((to.as_str(), other.as_str())))
+        .collect();
     let mut corrections = Vec::new();
     let mut unknown = Vec::new();
-    for (w, neighbours) in &found {
-        let others = context_words(positive, w, &misspelt);
+    for ((w, neighbours), others) in found.iter().zip(&context) {
         let alongside = |to: &str| {
-            let held = |o: &String| {
-                pairs
-                    .iter()
-                    .position(|(c, x)| c == to && x == o)
-                    .is_some_and(|i| together[i])
-            };
-            others.iter().filter(|o| held(o)).count() as u32
+            others
+                .iter()
+                .filter(|o| held.contains(&(to, o.as_str())))
+                .count() as u32
         };
         let chosen = match profile.correction_context {
             0 => choose(w, neighbours),
@@ -461,6 +468,11 @@ async fn held_together<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Vocabulary neighbours (word, products) as the lookup returns them.
+    fn neighbours(v: &[(&str, i32)]) -> Vec<(String, i32)> {
+        v.iter().map(|(w, p)| (w.to_string(), *p)).collect()
+    }
 
     #[test]
     fn line_codes_are_the_identifiers_when_one_has_a_stem() {
@@ -516,11 +528,7 @@ mod tests {
         assert_eq!(max_edits(4), 1);
         assert_eq!(max_edits(5), 1);
         assert_eq!(max_edits(6), 2);
-        let n = |v: &[(&str, i32)]| {
-            v.iter()
-                .map(|(w, p)| (w.to_string(), *p))
-                .collect::<Vec<_>>()
-        };
+        let n = neighbours;
         // Two edits are too many for a four-letter word.
         assert_eq!(
             choose("plsu", &n(&[("plus", 90)])).map(|c| c.edits),
@@ -531,11 +539,7 @@ mod tests {
 
     #[test]
     fn the_closest_then_the_most_common_neighbour_wins() {
-        let n = |v: &[(&str, i32)]| {
-            v.iter()
-                .map(|(w, p)| (w.to_string(), *p))
-                .collect::<Vec<_>>()
-        };
+        let n = neighbours;
         let c = choose("warrenty", &n(&[("warrant", 900), ("warranty", 40)])).unwrap();
         assert_eq!((c.to.as_str(), c.edits), ("warranty", 1));
         let c = choose("cat", &n(&[("car", 5), ("cap", 50)])).unwrap();
@@ -549,11 +553,7 @@ mod tests {
 
     #[test]
     fn a_tie_goes_to_the_word_held_alongside_the_query_then_the_most_common() {
-        let n = |v: &[(&str, i32)]| {
-            v.iter()
-                .map(|(w, p)| (w.to_string(), *p))
-                .collect::<Vec<_>>()
-        };
+        let n = neighbours;
         let near = n(&[
             ("staying", 4297),
             ("standing", 3225),
