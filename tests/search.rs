@@ -1077,7 +1077,13 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
             ..Default::default()
         },
     );
-    let three = ctx(&db, RetrievalProfile::default());
+    let three = ctx(
+        &db,
+        RetrievalProfile {
+            arm_connections: 3,
+            ..Default::default()
+        },
+    );
     // A one-connection pool (a Lambda container) has no spare connection.
     let lambda = Ctx::from_url(&db.runtime_url(), 1, RetrievalProfile::default())
         .unwrap()
@@ -1119,6 +1125,87 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
             .get(0);
         assert_eq!(stored, vec![0, 1, 2]);
     }
+}
+
+#[tokio::test]
+async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
+    let db = TestDb::with_sample("domain_walk_lane").await;
+    // The sample catalog is below the size the walks start at by default.
+    let walks = RetrievalProfile {
+        semantic_domain_walk_min_rows: 0,
+        ..Default::default()
+    };
+    let profile = |arm_connections| RetrievalProfile {
+        arm_connections,
+        ..walks.clone()
+    };
+    let (one, three, four) = (
+        ctx(&db, profile(1)),
+        ctx(&db, profile(3)),
+        ctx(&db, profile(4)),
+    );
+    let owner = db.owner().await;
+    let domains: i64 = owner
+        .query_one(
+            "SELECT count(DISTINCT domain) FROM search.product_projection",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let bodies = [
+        json!({"query": "wireless headphones", "include_diagnostics": true}),
+        json!({"query": "quiet dishwasher", "filters": {"max_price_cents": 60000},
+               "include_diagnostics": true}),
+        json!({"query": "runing shoes", "filters": {"in_stock_only": true},
+               "include_diagnostics": true, "limit": 20}),
+    ];
+    for body in bodies {
+        let runs = [
+            run(&one, body.clone()).await.unwrap(),
+            run(&three, body.clone()).await.unwrap(),
+            run(&four, body.clone()).await.unwrap(),
+        ];
+        assert!(!runs[0].results.is_empty(), "{body}");
+        for (r, walks_lane) in runs.iter().zip([0, 2, 3]) {
+            assert_eq!(served(r), served(&runs[0]), "{body}");
+            let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+            assert_eq!(semantic.mode.unwrap().to_string(), "hnsw_domain_walks");
+            assert_eq!(semantic.domain_walks, Some(domains as usize), "{body}");
+            assert_eq!(semantic.walks_connection, Some(walks_lane), "{body}");
+        }
+        // The receipt says where the walks ran.
+        let stored: serde_json::Value = owner
+            .query_one(
+                "SELECT arms->'semantic' FROM receipts.search_events WHERE search_event_id = $1",
+                &[&runs[2].search_event_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(stored["connection"], 2, "{stored}");
+        assert_eq!(stored["walks_connection"], 3, "{stored}");
+        assert_eq!(stored["domain_walks"], domains, "{stored}");
+    }
+    // A domain filter walks one graph: no domain walks, nothing recorded.
+    let one_domain: String = owner
+        .query_one(
+            "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let r = run(
+        &four,
+        json!({"query": "wireless headphones", "filters": {"domain": one_domain},
+               "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+    assert_eq!(semantic.domain_walks, None);
+    assert_eq!(semantic.walks_connection, None);
 }
 
 #[tokio::test]

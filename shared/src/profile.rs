@@ -156,11 +156,14 @@ pub struct RetrievalProfile {
     pub embed_deadline_ms: u64,
     /// Longest accepted query, in characters.
     pub max_query_chars: usize,
-    /// Database connections one search may run its arms on (1..=3). The
+    /// Database connections one search may run its arms on (1..=4). The
     /// search's own connection is always one of them; the others are taken
     /// from the pool only when it can hand them over without waiting, so a
     /// one-connection pool (a Lambda container) or a busy server runs every
-    /// arm on the search's connection, pipelined in one transaction.
+    /// arm on the search's connection, pipelined in one transaction. A
+    /// fourth connection carries the semantic arm's walks of each domain's
+    /// graph beside its main walk; a search whose filters rule those walks
+    /// out (a domain or category) takes no more than three.
     pub arm_connections: usize,
     /// Default number of results.
     pub default_limit: i64,
@@ -336,8 +339,11 @@ impl Default for RetrievalProfile {
             max_query_chars: 1_000,
             default_limit: 10,
             // mosaic bench, 100k products: three connections overlap the arms on two cores; see
-            // BENCHMARKS.md for the p95 with one and with three.
-            arm_connections: 3,
+            // BENCHMARKS.md for the p95 with one and with three. A fourth for the semantic arm's
+            // domain walks (catalogs from 50,000 products), three runs each alternated: arms p50
+            // unfiltered 19.0-23.5 -> 17.7-19.8 ms, broad 23.0-28.0 -> 20.1-22.1; searches/s at
+            // concurrency 32 69.2 -> 70.3 (BENCHMARKS.md, "The domain walks on a lane of their own").
+            arm_connections: 4,
             // The eligibility predicate alone over all 5k sample products (psql, two runs): 0 negated
             // words 0.7 ms, 1: 35-80 ms, 2: 47-55, 5: 156-165, 10: 208-238, 30: 600 ms, 100: 20-22 s,
             // 300: 43-59 s. The cost is about 4 us per word and row examined, and past 32 distinct
@@ -586,8 +592,8 @@ impl RetrievalProfile {
                 "default_limit must be 1..50",
             ),
             (
-                (1..=3).contains(&self.arm_connections),
-                "arm_connections must be 1..3",
+                (1..=4).contains(&self.arm_connections),
+                "arm_connections must be 1..4",
             ),
             (
                 self.max_negated_terms <= 100,

@@ -92,6 +92,15 @@ pub struct ArmResult {
     /// setting off, no code with a stem in the query, or the exact route).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identifier_family: Option<i64>,
+    /// The semantic arm: how many domains' graphs it walked beside the
+    /// whole catalog's (`semantic_domain_walk_ef`); absent when it walked
+    /// none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain_walks: Option<usize>,
+    /// The lane those walks ran on: the arm's own, or a fourth lane
+    /// (`arm_connections` 4); absent when it walked no domain's graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walks_connection: Option<usize>,
     /// The trigram arm: the codes its relaxed steps matched instead of the
     /// whole query (`trigram_identifier_steps`); absent when they matched
     /// the whole query or did not run.
@@ -233,6 +242,8 @@ impl ArmResult {
             mode: Some(ArmMode::Skipped(why)),
             eligible_estimate: None,
             identifier_family: None,
+            domain_walks: None,
+            walks_connection: None,
             matched_codes: None,
             connection: None,
             pool: None,
@@ -272,6 +283,8 @@ impl ArmResult {
             mode,
             eligible_estimate: None,
             identifier_family: None,
+            domain_walks: None,
+            walks_connection: None,
             matched_codes: None,
             connection: None,
             pool: None,
@@ -950,14 +963,29 @@ pub async fn semantic<C: GenericClient>(
     vector: &Vector,
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
+    semantic_on(db, db, elig, written, vector, profile).await
+}
+
+/// [`semantic`] with the walks of each domain's graph on `walks`, beside
+/// the whole catalog's walk and the code's family on `db`: on another
+/// connection (and transaction) they run at the same time, on two cores
+/// instead of one after another. With `walks` the same client as `db`,
+/// the statements go out in the same order as [`semantic`]'s.
+pub async fn semantic_on<C: GenericClient>(
+    db: &C,
+    walks: &C,
+    elig: &Eligibility,
+    written: &str,
+    vector: &Vector,
+    profile: &RetrievalProfile,
+) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
     let limit = profile.semantic_limit;
     let probe = profile.semantic_exact_threshold + 1;
     // The probe and, when the filters leave every domain open, the domain
     // list go out together: one round trip. Under a domain filter, the
     // check of the query's nearest products goes with them.
-    let may_walk_domains =
-        profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none();
+    let may_walk_domains = may_walk_domains(elig, profile);
     let far_check = elig
         .domain
         .as_ref()
@@ -1010,7 +1038,7 @@ pub async fn semantic<C: GenericClient>(
             .await
             .map(|rows| scored(&rows))
     };
-    let mut family = None;
+    let (mut family, mut domain_walks) = (None, None);
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
         let v = verdict(c.len(), limit);
@@ -1021,11 +1049,21 @@ pub async fn semantic<C: GenericClient>(
             _ => super::understand::identifier_stem(written),
         };
         let walked_domains = !domains.is_empty();
+        domain_walks = walked_domains.then_some(domains.len());
         let rows = match far {
             true => profile.semantic_far_domain_overfetch,
             false => profile.semantic_overfetch,
         };
-        let walked = graph_walks(db, elig, vector, profile, rows, domains, stem.as_deref()).await?;
+        let walked = graph_walks(
+            (db, walks),
+            elig,
+            vector,
+            profile,
+            rows,
+            domains,
+            stem.as_deref(),
+        )
+        .await?;
         let (c, first_walk_filled) = (walked.rows, walked.first_walk_filled);
         family = walked.family;
         let refilled = match first_walk_filled {
@@ -1052,7 +1090,15 @@ pub async fn semantic<C: GenericClient>(
     let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
     arm.identifier_family = family;
+    arm.domain_walks = domain_walks;
     Ok(arm)
+}
+
+/// Whether the semantic arm's HNSW route may walk each domain's graph for
+/// these filters (it does from `semantic_domain_walk_min_rows` products): a
+/// domain or category filter already confines the walk to one domain.
+pub fn may_walk_domains(elig: &Eligibility, profile: &RetrievalProfile) -> bool {
+    profile.semantic_domain_walk_ef > 0 && elig.domain.is_none() && elig.category_key.is_none()
 }
 
 /// After a walk that stopped short of the limit: when more than
@@ -1192,9 +1238,10 @@ where
 /// line's brands, which can lie nearer than the line itself.
 ///
 /// All the walks, their settings and the family go out at once, in order,
-/// and the connection pipelines them: one round trip.
+/// and the connection pipelines them: one round trip. The domain walks and
+/// their settings go to `walks` (the second of `lanes`), the rest to `db`.
 async fn graph_walks<C: GenericClient>(
-    db: &C,
+    (db, walks): (&C, &C),
     elig: &Eligibility,
     vector: &Vector,
     profile: &RetrievalProfile,
@@ -1202,7 +1249,6 @@ async fn graph_walks<C: GenericClient>(
     domains: Vec<String>,
     stem: Option<&str>,
 ) -> Result<Walked, tokio_postgres::Error> {
-    let walk = |e: Eligibility, rows: i64| async move { hnsw_walk(db, &e, vector, rows).await };
     // SET LOCAL for the domain walks, then back to the profile's: only HNSW
     // scans read them. Each domain walk stops looking after
     // `semantic_domain_walk_tuples` graph elements (1: at its first
@@ -1210,19 +1256,19 @@ async fn graph_walks<C: GenericClient>(
     // those, and the whole catalog's walk does the looking further.
     let walks_domains = !domains.is_empty();
     let domain_rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
-    let domain_walks = domains.iter().map(|d| {
+    let domain_walks = domains.iter().map(|d| async move {
         let e = Eligibility {
             domain: Some(d.clone()),
             ..elig.clone()
         };
-        walk(e, domain_rows)
+        hnsw_walk(walks, &e, vector, domain_rows).await
     });
     let domain_settings = set_walk(
-        db,
+        walks,
         profile.semantic_domain_walk_ef,
         profile.semantic_domain_walk_tuples,
     );
-    let back = profile_walk(db, profile);
+    let back = profile_walk(walks, profile);
     let family = async {
         let Some(stem) = stem else {
             return Ok(None);
@@ -1242,7 +1288,7 @@ async fn graph_walks<C: GenericClient>(
     };
     // try_join! polls in order, so the statements are sent in this order.
     let (mut c, _, found, _, family) = tokio::try_join!(
-        walk(elig.clone(), rows),
+        hnsw_walk(db, elig, vector, rows),
         only_if(walks_domains, domain_settings),
         futures_util::future::try_join_all(domain_walks),
         only_if(walks_domains, back),

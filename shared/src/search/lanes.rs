@@ -7,6 +7,9 @@
 //! sum of its arms. When the pool has idle connections, each arm gets a lane
 //! of its own (its own connection and transaction) and the database runs the
 //! arms at the same time; the search then costs roughly its slowest arm.
+//! That is usually the semantic arm, whose walks of each domain's graph
+//! (catalogs from `semantic_domain_walk_min_rows`) take a fourth lane when
+//! the profile allows four, beside its walk of the whole catalog's graph.
 //!
 //! Extra lanes are only taken when the pool can hand them over without
 //! waiting: a one-connection pool (one connection per Lambda container) or a
@@ -59,6 +62,25 @@ pub(crate) fn lane_of(arm: Arm, lanes: usize) -> usize {
     (arm as usize) % lanes.max(1)
 }
 
+/// The lane of the semantic arm's walks of each domain's graph: a fourth
+/// lane when there is one, otherwise the semantic arm's own.
+pub(crate) fn domain_walks_lane(lanes: usize) -> usize {
+    match lanes {
+        4.. => 3,
+        _ => lane_of(Arm::Semantic, lanes),
+    }
+}
+
+/// Whether this search's semantic arm may walk each domain's graph
+/// ([`arms::may_walk_domains`]).
+fn enabled_semantic_walks(
+    variant: &Variant,
+    elig: &Eligibility,
+    profile: &RetrievalProfile,
+) -> bool {
+    variant.arms[Arm::Semantic as usize] && arms::may_walk_domains(elig, profile)
+}
+
 /// Up to `wanted` more connections, only as far as the pool has them idle or
 /// may open them with nobody waiting; never waits, and a failure to get one
 /// only means fewer lanes.
@@ -107,7 +129,12 @@ pub(crate) async fn run_arms(
 ) -> Result<ArmsOutcome, Error> {
     let profile = &ctx.profile;
     let started = Instant::now();
-    let spare = spare_connections(ctx, profile.arm_connections.saturating_sub(1)).await;
+    // A fourth lane only carries domain walks: none where they cannot run.
+    let wanted = match enabled_semantic_walks(variant, elig, profile) {
+        true => profile.arm_connections,
+        false => profile.arm_connections.min(3),
+    };
+    let spare = spare_connections(ctx, wanted.saturating_sub(1)).await;
     let mut lanes: Vec<&tokio_postgres::Client> = vec![&*own];
     lanes.extend(spare.iter().map(|c| &**c));
     let lane = |arm: Arm| lanes[lane_of(arm, lanes.len())];
@@ -169,7 +196,8 @@ pub(crate) async fn run_arms(
         lanes_open
             .await
             .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
-        Ok::<_, Error>(semantic_arm(lane(Arm::Semantic), embedded, elig, written, profile).await?)
+        let on = (lane(Arm::Semantic), lanes[domain_walks_lane(lanes.len())]);
+        Ok::<_, Error>(semantic_arm(on, embedded, elig, written, profile).await?)
     };
     let ((understanding, understand_ms, lexical_out, trigram), semantic_out) =
         tokio::try_join!(text_side, semantic_side)?;
@@ -216,9 +244,9 @@ pub(crate) async fn finish(spare: Vec<Conn>) -> Result<(), tokio_postgres::Error
     Ok(())
 }
 
-/// The lexical arm, unless the variant turned it off.
 /// Records on each arm (lexical, trigram, semantic) the lane it ran on and
-/// whether it read the replica.
+/// whether it read the replica, and on the semantic arm the lane of its
+/// domain walks when it took them.
 fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
     for (arm, result) in [Arm::Lexical, Arm::Trigram, Arm::Semantic]
         .into_iter()
@@ -226,11 +254,14 @@ fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
     {
         result.connection = Some(lane_of(arm, lanes));
         result.pool = ctx.reader.as_ref().map(|_| crate::context::READER);
+        if arm == Arm::Semantic && result.domain_walks.is_some() {
+            result.walks_connection = Some(domain_walks_lane(lanes));
+        }
     }
 }
 
 /// The lexical arm for the understood query and the query as written
-/// ([`arms::lexical_understood`]).
+/// ([`arms::lexical_understood`]), unless the variant turned it off.
 async fn lexical_arm(
     tx: &Client,
     enabled: bool,
@@ -285,12 +316,13 @@ async fn embedding(
     }
 }
 
-/// The semantic arm on `tx` for the query's vector (`written`: the query as
+/// The semantic arm on `tx` (its walks of each domain's graph on `walks`,
+/// [`domain_walks_lane`]) for the query's vector (`written`: the query as
 /// written, without its negated terms). Without one the arm is skipped,
 /// with a warning when embedding failed. Returns the arm, the embedding's
 /// milliseconds and the warning.
 async fn semantic_arm(
-    tx: &Client,
+    (tx, walks): (&Client, &Client),
     embedded: Option<(Result<pgvector::Vector, String>, f64)>,
     elig: &Eligibility,
     written: &str,
@@ -302,7 +334,7 @@ async fn semantic_arm(
             Ok((skipped, 0.0, None))
         }
         Some((Ok(v), embed_ms)) => {
-            let arm = arms::semantic(tx, elig, written, &v, profile).await?;
+            let arm = arms::semantic_on(tx, walks, elig, written, &v, profile).await?;
             Ok((arm, embed_ms, None))
         }
         Some((Err(warning), embed_ms)) => {
@@ -322,5 +354,8 @@ mod tests {
         assert_eq!(lanes(1), [0, 0, 0]);
         assert_eq!(lanes(2), [0, 1, 0]);
         assert_eq!(lanes(3), [0, 1, 2]);
+        assert_eq!(lanes(4), [0, 1, 2]);
+        let walks: Vec<usize> = (1..=4).map(domain_walks_lane).collect();
+        assert_eq!(walks, [0, 0, 2, 3]);
     }
 }
