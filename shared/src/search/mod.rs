@@ -9,7 +9,8 @@
 //!    is an eligible product's SKU or model: pinned first) or `hybrid`;
 //! 3. the query is embedded while the lexical and trigram arms run; if
 //!    embedding fails the semantic arm is skipped with a warning; the arms
-//!    run on up to three connections at once when the pool has them idle
+//!    run on up to three connections at once when the pool has them idle,
+//!    and the semantic arm's walks of each domain's graph on a fourth
 //!    ([`lanes`]);
 //! 4. the semantic arm routes on selectivity (exact scan or HNSW);
 //! 5. the arms are fused with unweighted RRF into a bounded pool;
