@@ -1067,6 +1067,18 @@ fn served(resp: &SearchResponse) -> Vec<(String, Option<f64>, i32)> {
         .collect()
 }
 
+/// Searches that every lane setting must answer alike: unfiltered, a price
+/// filter, a typo under a stock filter.
+fn lane_bodies() -> Vec<Value> {
+    vec![
+        json!({"query": "wireless headphones", "include_diagnostics": true}),
+        json!({"query": "quiet dishwasher", "filters": {"max_price_cents": 60000},
+               "include_diagnostics": true}),
+        json!({"query": "runing shoes", "filters": {"in_stock_only": true},
+               "include_diagnostics": true, "limit": 20}),
+    ]
+}
+
 #[tokio::test]
 async fn the_arms_answer_the_same_on_one_connection_or_three() {
     let db = TestDb::with_sample("arm_lanes").await;
@@ -1089,14 +1101,8 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
         .unwrap()
         .with_embedder(three.embedder.clone().unwrap());
     let owner = db.owner().await;
-    let bodies = [
-        json!({"query": "wireless headphones", "include_diagnostics": true}),
-        json!({"query": "quiet dishwasher", "filters": {"max_price_cents": 60000},
-               "include_diagnostics": true}),
-        json!({"query": "runing shoes", "filters": {"in_stock_only": true},
-               "include_diagnostics": true, "limit": 20}),
-        json!({"query": "espresso machine -manual", "include_diagnostics": true}),
-    ];
+    let mut bodies = lane_bodies();
+    bodies.push(json!({"query": "espresso machine -manual", "include_diagnostics": true}));
     for body in bodies {
         let a = run(&one, body.clone()).await.unwrap();
         let b = run(&three, body.clone()).await.unwrap();
@@ -1153,14 +1159,7 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
         .await
         .unwrap()
         .get(0);
-    let bodies = [
-        json!({"query": "wireless headphones", "include_diagnostics": true}),
-        json!({"query": "quiet dishwasher", "filters": {"max_price_cents": 60000},
-               "include_diagnostics": true}),
-        json!({"query": "runing shoes", "filters": {"in_stock_only": true},
-               "include_diagnostics": true, "limit": 20}),
-    ];
-    for body in bodies {
+    for body in lane_bodies() {
         let runs = [
             run(&one, body.clone()).await.unwrap(),
             run(&three, body.clone()).await.unwrap(),

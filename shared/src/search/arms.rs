@@ -1239,7 +1239,8 @@ where
 ///
 /// All the walks, their settings and the family go out at once, in order,
 /// and the connection pipelines them: one round trip. The domain walks and
-/// their settings go to `walks` (the second of `lanes`), the rest to `db`.
+/// their settings go to `walks`, the rest to `db` (the same client when
+/// the search has no lane for the walks).
 async fn graph_walks<C: GenericClient>(
     (db, walks): (&C, &C),
     elig: &Eligibility,
