@@ -162,7 +162,8 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
                 .await
             }
             Some(ArmMode::Lexical(mode)) => {
-                let relax = arms::Relaxation::of(&tx, &arms::lexical_terms(q).positive)
+                let positive = arms::lexical_terms(q).positive;
+                let relax = arms::Relaxation::of(&tx, &positive, profile.lexical_scan_budget)
                     .await
                     .unwrap();
                 let step = relax.tsquery(mode).expect("the mode names a step");
@@ -821,12 +822,104 @@ async fn the_back_off_ranks_products_holding_more_of_the_query_first() {
 }
 
 #[tokio::test]
+async fn a_code_stays_in_the_back_off_and_a_variant_word_alone_never_serves() {
+    let db = TestDb::with_sample("backoff_code").await;
+    let mut c = db.runtime().await;
+    let tx = c.transaction().await.unwrap();
+    // A product-line code of a "Pro" model, asked for as a "Plus".
+    let code: String = tx
+        .query_one(
+            "SELECT substring(identity_text from '([a-z]{4}-[0-9]{4}) pro ')
+             FROM search.product_projection
+             WHERE identity_text ~ '[a-z]{4}-[0-9]{4} pro '
+             ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let q = format!("{code} Plus");
+    let holders = texts(
+        &tx,
+        "SELECT product_id FROM search.product_projection
+         WHERE document @@ plainto_tsquery('english', $1) ORDER BY product_id",
+        &[&code],
+    )
+    .await;
+    assert!(!holders.is_empty());
+    let count = |sql: &'static str, p: i64| {
+        let tx = &tx;
+        async move { tx.query_one(sql, &[&p]).await.unwrap().get::<_, i64>(0) }
+    };
+    let cheapest: i64 = tx
+        .query_one(
+            "SELECT min(price_cents) FROM search.product_projection
+             WHERE document @@ plainto_tsquery('english', $1)",
+            &[&code],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let says_plus = "SELECT count(*) FROM search.product_projection
+                     WHERE document @@ plainto_tsquery('english', 'plus') AND price_cents < $1";
+    let plus_anywhere = count(says_plus, i64::MAX).await;
+    let plus_eligible = count(says_plus, cheapest).await;
+    assert!(
+        plus_eligible > 10,
+        "{plus_eligible} eligible products say plus"
+    );
+    // A scan budget "plus" exceeds: it is a variant word here.
+    let profile = RetrievalProfile {
+        lexical_scan_budget: plus_anywhere,
+        ..RetrievalProfile::default()
+    };
+    let lexical = |filters: Filters, q: String, profile: RetrievalProfile| {
+        let tx = &tx;
+        async move {
+            let elig = Eligibility::with_query(&filters, Some(&q));
+            arms::lexical(tx, &elig, &q, &profile).await.unwrap()
+        }
+    };
+    let mode = |m: &Option<ArmMode>| m.map(|m| m.to_string()).unwrap_or_default();
+    // No product holds both words: the code's products, and only them.
+    let any = lexical(Filters::default(), q.clone(), profile.clone()).await;
+    assert_eq!(mode(&any.mode), "backoff_code_only", "{q}");
+    let mut got: Vec<String> = any.candidates.iter().map(|(id, _)| id.clone()).collect();
+    got.sort();
+    assert_eq!(got, holders, "{q}");
+    // Priced out of reach, the code's products leave nothing, though
+    // eligible products say "plus".
+    let cheap = Filters {
+        max_price_cents: Some(cheapest - 1),
+        ..Filters::default()
+    };
+    let none = lexical(cheap.clone(), q.clone(), profile.clone()).await;
+    assert_eq!(mode(&none.mode), "backoff_code_only", "{q}");
+    assert_eq!(none.returned, 0, "{:?}", none.candidates);
+    // A word the arm can rank all of still serves after the code.
+    let roomy = RetrievalProfile {
+        lexical_scan_budget: plus_anywhere + 1,
+        ..RetrievalProfile::default()
+    };
+    let after = lexical(cheap.clone(), q.clone(), roomy).await;
+    assert_eq!(mode(&after.mode), "backoff_any_term", "{q}");
+    let limit = RetrievalProfile::default().lexical_limit;
+    assert_eq!(after.returned as i64, plus_eligible.min(limit));
+    // A code no product holds is no anchor: the back-off goes on to any
+    // word, as for any query.
+    let unknown = lexical(cheap, "ZZZQ-9999 Plus".to_string(), profile).await;
+    assert_eq!(mode(&unknown.mode), "backoff_any_term");
+    assert!(unknown.returned > 10, "{}", unknown.returned);
+}
+
+#[tokio::test]
 async fn a_relaxed_step_matches_exactly_the_documents_holding_k_of_the_terms() {
     let db = TestDb::with_sample("backoff_k_of_n").await;
     let c = db.runtime().await;
     // Words from every field, one of them hyphenated (several lexemes).
     let q = "compact quiet wireless stainless steel desk lamp sit-stand";
-    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive)
+    let budget = RetrievalProfile::default().lexical_scan_budget;
+    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive, budget)
         .await
         .unwrap();
     let terms = &relax.present;

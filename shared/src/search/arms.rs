@@ -119,11 +119,18 @@ pub struct ArmResult {
 
 /// The lexical arm's query: as written, or relaxed to the documents that
 /// hold at least `required` of the query's `of` terms (named
-/// `backoff_any_term` when one is enough).
+/// `backoff_any_term` when one is enough), or, for a query naming a
+/// product-line code some products hold, to the documents holding the code
+/// and at least `required` of the query's `of` other terms (named
+/// `backoff_code_only` when the code alone is enough). After those, a
+/// query with a code backs off to `required` of its other terms or the code
+/// (`Backoff`: `of` the other terms, `required` two or more; or any one of
+/// the `of` other terms that fewer products hold than the arm ranks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LexicalMode {
     Strict,
     Backoff { required: usize, of: usize },
+    CodeBackoff { required: usize, of: usize },
 }
 
 /// The semantic arm's route, chosen on selectivity.
@@ -172,8 +179,12 @@ impl std::fmt::Display for ArmMode {
             ArmMode::Lexical(LexicalMode::Backoff { required, of }) if *required > 1 => {
                 return write!(f, "backoff_{required}_of_{of}_terms")
             }
+            ArmMode::Lexical(LexicalMode::CodeBackoff { required, of }) if *required > 0 => {
+                return write!(f, "backoff_code_and_{required}_of_{of}_terms")
+            }
             ArmMode::Lexical(LexicalMode::Strict) => "strict",
             ArmMode::Lexical(LexicalMode::Backoff { .. }) => "backoff_any_term",
+            ArmMode::Lexical(LexicalMode::CodeBackoff { .. }) => "backoff_code_only",
             ArmMode::Semantic(SemanticRoute::Exact) => "exact",
             ArmMode::Semantic(SemanticRoute::Hnsw) => "hnsw",
             ArmMode::Semantic(SemanticRoute::HnswDomainWalks) => "hnsw_domain_walks",
@@ -584,12 +595,11 @@ pub async fn lexical_understood<C: GenericClient>(
     let positive = lexical_terms(as_written).positive;
     if cands.is_empty() && positive.len() > 1 {
         // Negated terms stay excluded through the eligibility predicate.
-        let relax = Relaxation::of(db, &positive).await?;
+        let relax = Relaxation::of(db, &positive, budget).await?;
         let any = at_least(&relax.present, 1);
         let enough = profile.lexical_enough.max(1) as usize;
-        let steps = relax.steps();
-        for (over, k) in steps {
-            let step = run(LEXICAL_RELAXED_SQL, at_least(over, k), Some(any.clone()));
+        for (step_mode, tsquery) in relax.steps() {
+            let step = run(LEXICAL_RELAXED_SQL, tsquery, Some(any.clone()));
             let (step, step_matched) = step.await?;
             for c in step {
                 if !cands.iter().any(|(id, _)| *id == c.0) {
@@ -598,10 +608,7 @@ pub async fn lexical_understood<C: GenericClient>(
             }
             cands.truncate(limit.max(0) as usize);
             matched = step_matched;
-            mode = LexicalMode::Backoff {
-                required: k,
-                of: over.len(),
-            };
+            mode = step_mode;
             if cands.len() >= enough {
                 break;
             }
@@ -624,6 +631,14 @@ pub async fn lexical_understood<C: GenericClient>(
 pub struct Relaxation {
     /// Terms some products hold, at most half of them.
     pub informative: Vec<String>,
+    /// The informative terms that are product-line codes
+    /// ([`super::understand::identifier_stem`]: "smsb-1504", not "4k" or
+    /// "ip67").
+    pub codes: Vec<String>,
+    /// The informative terms fewer products hold than the arm's scan
+    /// budget (`lexical_scan_budget`): a step over one of them alone ranks
+    /// every match rather than the first the index returns.
+    pub narrow: Vec<String>,
     /// Terms some products hold.
     pub present: Vec<String>,
     /// Every term with a lexeme.
@@ -631,57 +646,138 @@ pub struct Relaxation {
 }
 
 impl Relaxation {
-    /// Reads the terms' product counts from the catalog statistics.
+    /// Reads the terms' product counts from the catalog statistics;
+    /// `budget` is the arm's scan budget (`lexical_scan_budget`).
     pub async fn of<C: GenericClient>(
         db: &C,
         positive: &[String],
+        budget: i64,
     ) -> Result<Relaxation, tokio_postgres::Error> {
         let rows = db
             .query_typed(LEXICAL_TERMS_SQL, &[(&positive, Type::TEXT_ARRAY)])
             .await?;
-        let mut terms: Vec<(String, i64, i64)> = Vec::new();
+        struct Term {
+            query: String,
+            products: i64,
+            informative: bool,
+            code: bool,
+        }
+        let mut terms: Vec<Term> = Vec::new();
         for r in rows {
-            let q: String = r.get(1);
-            if !q.is_empty() && !terms.iter().any(|t| t.0 == q) {
-                terms.push((q, r.get(2), r.get(3)));
+            let word: String = r.get(0);
+            let query: String = r.get(1);
+            let (products, catalog): (i64, i64) = (r.get(2), r.get(3));
+            if !query.is_empty() && !terms.iter().any(|t| t.query == query) {
+                terms.push(Term {
+                    query,
+                    products,
+                    informative: products > 0 && products * 2 <= catalog,
+                    code: super::understand::identifier_stem(&word).is_some(),
+                });
             }
         }
-        let pick = |keep: &dyn Fn(i64, i64) -> bool| -> Vec<String> {
+        let pick = |keep: &dyn Fn(&Term) -> bool| -> Vec<String> {
             terms
                 .iter()
-                .filter(|t| keep(t.1, t.2))
-                .map(|t| t.0.clone())
+                .filter(|t| keep(t))
+                .map(|t| t.query.clone())
                 .collect()
         };
         Ok(Relaxation {
-            informative: pick(&|docs, catalog| docs > 0 && docs * 2 <= catalog),
-            present: pick(&|docs, _| docs > 0),
+            informative: pick(&|t| t.informative),
+            codes: pick(&|t| t.informative && t.code),
+            narrow: pick(&|t| t.informative && t.products < budget),
+            present: pick(&|t| t.products > 0),
             terms: terms.len(),
         })
     }
 
-    /// The steps in order: (the terms, how many of them a document holds).
-    pub fn steps(&self) -> Vec<(&[String], usize)> {
+    /// The steps in order: each step's mode and tsquery.
+    ///
+    /// Without a product-line code: at least k of the informative terms
+    /// ([`relaxed_levels`]), then any term the catalog holds.
+    ///
+    /// A query naming a product-line code the catalog holds is after that
+    /// product or its line: the first steps keep the code (any of them,
+    /// when it names several) and relax only the other informative terms,
+    /// down to the code alone; then, if still short, at least k of the
+    /// other terms or the code, two of them at least; then any one of them
+    /// (or the code) only among the [`narrow`](Self::narrow) terms. A
+    /// word held by more products than the arm ranks is, beside a code,
+    /// a variant ("Plus", "Pro": a quarter of a catalog), not what the
+    /// query names, and its step would rank only the first products the
+    /// index returns: when the code's products are not eligible (a price
+    /// filter), the arm returns none rather than thousands that merely say
+    /// "Plus". A brand's name, held by a few hundred, still serves.
+    pub fn steps(&self) -> Vec<(LexicalMode, String)> {
         let all_first = self.informative.len() < self.terms;
-        let mut steps: Vec<(&[String], usize)> = relaxed_levels(self.informative.len(), all_first)
-            .into_iter()
-            .map(|k| (self.informative.as_slice(), k))
-            .collect();
+        if !self.codes.is_empty() {
+            let code = at_least(&self.codes, 1);
+            let others: Vec<String> = self
+                .informative
+                .iter()
+                .filter(|t| !self.codes.contains(t))
+                .cloned()
+                .collect();
+            let of = others.len();
+            // With two codes, "any code and every other term" is not the
+            // strict query either.
+            let all_first = all_first || self.codes.len() > 1;
+            let mut steps: Vec<(LexicalMode, String)> = relaxed_levels(of, all_first)
+                .into_iter()
+                .map(|k| {
+                    let mode = LexicalMode::CodeBackoff { required: k, of };
+                    (mode, format!("({code} & {})", at_least(&others, k)))
+                })
+                .collect();
+            let words: Vec<(LexicalMode, String)> = relaxed_levels(of, true)
+                .into_iter()
+                .filter(|k| *k >= 2)
+                .map(|k| {
+                    let mode = LexicalMode::Backoff { required: k, of };
+                    (mode, format!("({code} | {})", at_least(&others, k)))
+                })
+                .collect();
+            steps.push((LexicalMode::CodeBackoff { required: 0, of }, code.clone()));
+            steps.extend(words);
+            let narrow: Vec<String> = others
+                .iter()
+                .filter(|t| self.narrow.contains(t))
+                .cloned()
+                .collect();
+            if !narrow.is_empty() {
+                let mode = LexicalMode::Backoff {
+                    required: 1,
+                    of: narrow.len(),
+                };
+                steps.push((mode, format!("({code} | {})", at_least(&narrow, 1))));
+            }
+            return steps;
+        }
+        let over = |terms: &[String], k: usize| {
+            let mode = LexicalMode::Backoff {
+                required: k,
+                of: terms.len(),
+            };
+            (mode, at_least(terms, k))
+        };
+        let mut steps: Vec<(LexicalMode, String)> =
+            relaxed_levels(self.informative.len(), all_first)
+                .into_iter()
+                .map(|k| over(&self.informative, k))
+                .collect();
         if self.present.len() > self.informative.len() {
-            steps.push((self.present.as_slice(), 1));
+            steps.push(over(&self.present, 1));
         }
         steps
     }
 
     /// The tsquery of the step a lexical arm's `mode` names.
     pub fn tsquery(&self, mode: LexicalMode) -> Option<String> {
-        let LexicalMode::Backoff { required, of } = mode else {
-            return None;
-        };
         self.steps()
             .into_iter()
-            .find(|(over, k)| *k == required && over.len() == of)
-            .map(|(over, k)| at_least(over, k))
+            .find(|(step, _)| *step == mode)
+            .map(|(_, tsquery)| tsquery)
     }
 }
 
@@ -1411,6 +1507,81 @@ mod tests {
         assert_eq!(at_least(&t(&["'a'", "'b'"]), 2), "(('a') & ('b'))");
         assert_eq!(at_least(&t(&["'a'"]), 2), "");
         assert_eq!(at_least(&t(&["'a'"]), 0), "");
+    }
+
+    #[test]
+    fn a_code_stays_in_the_back_off_and_a_lone_variant_word_never_serves() {
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Every informative term but 'p' ("plus") held by few products.
+        let relax = |informative: &[&str], codes: &[&str], present: &[&str], terms| Relaxation {
+            informative: t(informative),
+            codes: t(codes),
+            narrow: t(informative).into_iter().filter(|w| w != "'p'").collect(),
+            present: t(present),
+            terms,
+        };
+        let modes = |r: &Relaxation| -> Vec<String> {
+            r.steps()
+                .into_iter()
+                .map(|(m, _)| ArmMode::Lexical(m).to_string())
+                .collect()
+        };
+        // "SMSB-1504 Plus": the code alone, never "plus" alone.
+        let plus = relax(&["'s'", "'p'"], &["'s'"], &["'s'", "'p'"], 2);
+        assert_eq!(modes(&plus), ["backoff_code_only"]);
+        assert_eq!(plus.steps()[0].1, "(('s'))");
+        // "Pixelon PXLT-1075": the brand's few products after the code's.
+        let brand = relax(&["'b'", "'s'"], &["'s'"], &["'b'", "'s'"], 2);
+        assert_eq!(modes(&brand), ["backoff_code_only", "backoff_any_term"]);
+        assert_eq!(brand.steps()[1].1, "((('s')) | (('b')))");
+        // Without the code's statistics it is any query: down to any term.
+        let plain = relax(&["'s'", "'p'"], &[], &["'s'", "'p'"], 2);
+        assert_eq!(modes(&plain), ["backoff_any_term"]);
+        // A code and three words: the code with fewer of them, then the
+        // code alone, then the words (or the code), two at least.
+        let three = relax(
+            &["'c'", "'x'", "'y'", "'z'"],
+            &["'c'"],
+            &["'c'", "'x'", "'y'", "'z'"],
+            4,
+        );
+        assert_eq!(
+            modes(&three),
+            [
+                "backoff_code_and_2_of_3_terms",
+                "backoff_code_and_1_of_3_terms",
+                "backoff_code_only",
+                "backoff_3_of_3_terms",
+                "backoff_2_of_3_terms",
+                "backoff_any_term"
+            ]
+        );
+        let steps = three.steps();
+        assert_eq!(
+            steps[0].1,
+            format!("((('c')) & {})", at_least(&t(&["'x'", "'y'", "'z'"]), 2))
+        );
+        assert_eq!(steps[3].1, "((('c')) | (('x') & ('y') & ('z')))");
+        // Each mode names its own step.
+        for (mode, tsquery) in &steps {
+            assert_eq!(three.tsquery(*mode).as_ref(), Some(tsquery));
+        }
+        // Two codes: either of them stands for the code.
+        let two = relax(
+            &["'c'", "'d'", "'x'"],
+            &["'c'", "'d'"],
+            &["'c'", "'d'", "'x'"],
+            3,
+        );
+        assert_eq!(
+            modes(&two),
+            [
+                "backoff_code_and_1_of_1_terms",
+                "backoff_code_only",
+                "backoff_any_term"
+            ]
+        );
+        assert_eq!(two.steps()[1].1, "(('c') | ('d'))");
     }
 
     /// Every subset of the terms, as the set of terms a document holds:
