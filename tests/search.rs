@@ -1301,6 +1301,58 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
 }
 
 #[tokio::test]
+async fn a_catalog_seen_below_the_walks_size_takes_no_fourth_lane() {
+    let db = TestDb::with_sample("walks_lane_small").await;
+    let owner = db.owner().await;
+    let products: i64 = owner
+        .query_one("SELECT count(*) FROM search.product_projection", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let profile = RetrievalProfile::default();
+    assert!(products < profile.semantic_domain_walk_min_rows);
+    assert_eq!(profile.arm_connections, 4);
+    let one_domain: String = owner
+        .query_one(
+            "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let unfiltered = json!({"query": "wireless headphones", "include_diagnostics": true});
+    let in_domain = json!({"query": "wireless headphones", "filters": {"domain": one_domain},
+                           "include_diagnostics": true});
+    // The connections a context's pool has opened: the search's own and
+    // one per extra lane it took.
+    let opened = |c: &Ctx| c.pool.status().size;
+    // Before any search the catalog's size is unknown: an unfiltered search
+    // takes the walks' lane in case they run. They do not, at this size.
+    let fresh = ctx(&db, profile.clone());
+    assert_eq!(fresh.catalog.known(), None);
+    let r = run(&fresh, unfiltered.clone()).await.unwrap();
+    assert_eq!(opened(&fresh), 4);
+    assert_eq!(fresh.catalog.known(), Some(products));
+    let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+    assert_eq!(semantic.walks_connection, None);
+    // Once a search has seen the catalog's size, no unfiltered search
+    // takes a lane for walks that cannot run.
+    let seen = ctx(&db, profile.clone());
+    run(&seen, in_domain).await.unwrap();
+    assert_eq!(opened(&seen), 3);
+    assert_eq!(seen.catalog.known(), Some(products));
+    let r = run(&seen, unfiltered.clone()).await.unwrap();
+    assert_eq!(opened(&seen), 3);
+    let d = r.diagnostics.as_ref().unwrap();
+    let lanes: Vec<Option<usize>> = Arm::ALL.iter().map(|a| d.arms[*a].connection).collect();
+    assert_eq!(lanes, [Some(0), Some(1), Some(2)]);
+    // From the walks' size on, they take it again.
+    seen.catalog.remember(profile.semantic_domain_walk_min_rows);
+    run(&seen, unfiltered).await.unwrap();
+    assert_eq!(opened(&seen), 4);
+}
+
+#[tokio::test]
 async fn the_semantic_probe_reads_one_index_for_its_usual_filters() {
     // Migrations 0015 and 0019: the selectivity probe counts eligible
     // embedded rows from one partial index under a price range, a domain,

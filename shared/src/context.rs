@@ -13,6 +13,7 @@ use crate::embed::Embedder;
 use crate::profile::RetrievalProfile;
 use crate::rerank::Reranker;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 pub use crate::principal::Principal;
@@ -27,6 +28,41 @@ pub struct Ctx {
     pub canceller: crate::db::Canceller,
     /// The read pool of the search's candidate reads, when one is configured.
     pub reader: Option<Reader>,
+    /// The catalog's size as the last search saw it.
+    pub catalog: CatalogSize,
+}
+
+/// The catalog's product count as the semantic arm's probe last read it,
+/// shared by the context's clones. A search opens the lane of the domain
+/// walks only when the catalog may be large enough for them
+/// (`semantic_domain_walk_min_rows`); the probe that decides whether they
+/// run comes after the lanes open. A stale size only moves the walks to the
+/// semantic arm's own lane, never changes what they return.
+#[derive(Clone, Debug)]
+pub struct CatalogSize(Arc<AtomicI64>);
+
+impl Default for CatalogSize {
+    fn default() -> Self {
+        CatalogSize(Arc::new(AtomicI64::new(-1)))
+    }
+}
+
+impl CatalogSize {
+    /// The last count read, if any search has read one.
+    pub fn known(&self) -> Option<i64> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|n| *n >= 0)
+    }
+
+    /// Remembers the count a probe read.
+    pub fn remember(&self, products: i64) {
+        self.0.store(products.max(0), Ordering::Relaxed);
+    }
+
+    /// Whether the catalog may hold `rows` products or more: unknown, or
+    /// last seen that large.
+    pub fn may_reach(&self, rows: i64) -> bool {
+        self.known().is_none_or(|n| n >= rows)
+    }
 }
 
 /// A read-only pool (a replica) and how its connections send cancel requests.
@@ -82,6 +118,7 @@ impl Ctx {
             profile,
             canceller: crate::db::Canceller::default(),
             reader: None,
+            catalog: CatalogSize::default(),
         }
     }
 

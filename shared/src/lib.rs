@@ -32,6 +32,6 @@ pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use context::{Ctx, Principal};
+pub use context::{CatalogSize, Ctx, Principal};
 pub use error::Error;
 pub use profile::RetrievalProfile;

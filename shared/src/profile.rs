@@ -163,7 +163,8 @@ pub struct RetrievalProfile {
     /// arm on the search's connection, pipelined in one transaction. A
     /// fourth connection carries the semantic arm's walks of each domain's
     /// graph beside its main walk; a search whose filters rule those walks
-    /// out (a domain or category) takes no more than three.
+    /// out (a domain or category), or whose context last saw the catalog
+    /// below `semantic_domain_walk_min_rows`, takes no more than three.
     pub arm_connections: usize,
     /// Default number of results.
     pub default_limit: i64,

@@ -114,6 +114,10 @@ pub struct ArmResult {
     /// it ran on the writer ([`crate::Ctx::read_pool`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<&'static str>,
+    /// The semantic arm: the catalog's product count its probe read (not
+    /// part of the receipt; the context remembers it, [`crate::CatalogSize`]).
+    #[serde(skip)]
+    pub catalog_rows: Option<i64>,
     pub ms: f64,
 }
 
@@ -258,6 +262,7 @@ impl ArmResult {
             matched_codes: None,
             connection: None,
             pool: None,
+            catalog_rows: None,
             ms: 0.0,
         }
     }
@@ -299,6 +304,7 @@ impl ArmResult {
             matched_codes: None,
             connection: None,
             pool: None,
+            catalog_rows: None,
             ms,
         }
     }
@@ -1187,6 +1193,7 @@ pub async fn semantic_on<C: GenericClient>(
     arm.eligible_estimate = Some(eligible);
     arm.identifier_family = family;
     arm.domain_walks = domain_walks;
+    arm.catalog_rows = Some(catalog_rows);
     Ok(arm)
 }
 

@@ -9,7 +9,9 @@
 //! arms at the same time; the search then costs roughly its slowest arm.
 //! That is usually the semantic arm, whose walks of each domain's graph
 //! (catalogs from `semantic_domain_walk_min_rows`) take a fourth lane when
-//! the profile allows four, beside its walk of the whole catalog's graph.
+//! the profile allows four, beside its walk of the whole catalog's graph;
+//! a context that last saw the catalog smaller opens no such lane
+//! ([`crate::CatalogSize`]).
 //!
 //! Extra lanes are only taken when the pool can hand them over without
 //! waiting: a one-connection pool (one connection per Lambda container) or a
@@ -129,8 +131,11 @@ pub(crate) async fn run_arms(
 ) -> Result<ArmsOutcome, Error> {
     let profile = &ctx.profile;
     let started = Instant::now();
-    // A fourth lane only carries domain walks: none where they cannot run.
-    let wanted = match enabled_semantic_walks(variant, elig, profile) {
+    // A fourth lane only carries domain walks: none where they cannot run
+    // (these filters, or a catalog last seen too small for them).
+    let walks = enabled_semantic_walks(variant, elig, profile)
+        && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
+    let wanted = match walks {
         true => profile.arm_connections,
         false => profile.arm_connections.min(3),
     };
@@ -203,6 +208,9 @@ pub(crate) async fn run_arms(
         tokio::try_join!(text_side, semantic_side)?;
     let ((exact_ids, mut lexical), mut trigram, (mut semantic, embed_ms, warning)) =
         (lexical_out, trigram, semantic_out);
+    if let Some(products) = semantic.catalog_rows {
+        ctx.catalog.remember(products);
+    }
     let n = lanes.len();
     mark_lanes(ctx, n, [&mut lexical, &mut trigram, &mut semantic]);
     Ok(ArmsOutcome {
