@@ -1160,6 +1160,17 @@ fn served(resp: &SearchResponse) -> Vec<(String, Option<f64>, i32)> {
         .collect()
 }
 
+/// The domain of the catalog's first product (by id).
+async fn first_domain(c: &Client) -> String {
+    c.query_one(
+        "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
 /// Searches that every lane setting must answer alike: unfiltered, a price
 /// filter, a typo under a stock filter.
 fn lane_bodies() -> Vec<Value> {
@@ -1280,14 +1291,7 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
         assert_eq!(stored["domain_walks"], domains, "{stored}");
     }
     // A domain filter walks one graph: no domain walks, nothing recorded.
-    let one_domain: String = owner
-        .query_one(
-            "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let one_domain = first_domain(&owner).await;
     let r = run(
         &four,
         json!({"query": "wireless headphones", "filters": {"domain": one_domain},
@@ -1312,14 +1316,7 @@ async fn a_catalog_seen_below_the_walks_size_takes_no_fourth_lane() {
     let profile = RetrievalProfile::default();
     assert!(products < profile.semantic_domain_walk_min_rows);
     assert_eq!(profile.arm_connections, 4);
-    let one_domain: String = owner
-        .query_one(
-            "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let one_domain = first_domain(&owner).await;
     let unfiltered = json!({"query": "wireless headphones", "include_diagnostics": true});
     let in_domain = json!({"query": "wireless headphones", "filters": {"domain": one_domain},
                            "include_diagnostics": true});

@@ -736,16 +736,16 @@ impl Relaxation {
                     (mode, format!("({code} & {})", at_least(&others, k)))
                 })
                 .collect();
-            let words: Vec<(LexicalMode, String)> = relaxed_levels(of, true)
-                .into_iter()
-                .filter(|k| *k >= 2)
-                .map(|k| {
-                    let mode = LexicalMode::Backoff { required: k, of };
-                    (mode, format!("({code} | {})", at_least(&others, k)))
-                })
-                .collect();
             steps.push((LexicalMode::CodeBackoff { required: 0, of }, code.clone()));
-            steps.extend(words);
+            steps.extend(
+                relaxed_levels(of, true)
+                    .into_iter()
+                    .filter(|k| *k >= 2)
+                    .map(|k| {
+                        let mode = LexicalMode::Backoff { required: k, of };
+                        (mode, format!("({code} | {})", at_least(&others, k)))
+                    }),
+            );
             let narrow: Vec<String> = others
                 .iter()
                 .filter(|t| self.narrow.contains(t))
