@@ -954,6 +954,49 @@ async fn a_relaxed_step_matches_exactly_the_documents_holding_k_of_the_terms() {
     assert!(sizes.iter().filter(|n| **n > 0).count() >= 3, "{sizes:?}");
 }
 
+/// A sequential scan that joins another session's (the server does so for
+/// tables larger than a quarter of `shared_buffers`, which a test catalog
+/// never is) starts mid-table, and a scan budget would then keep other
+/// matches on every run: the arms' transactions turn that off, and only
+/// for themselves.
+#[tokio::test]
+async fn the_arms_scan_from_the_first_block_and_leave_the_session_as_it_was() {
+    let db = TestDb::with_sample("seqscan_start").await;
+    let mut c = db.runtime().await;
+    assert_eq!(seqscan_sync(&c).await, "on", "the server's default");
+    let profile = RetrievalProfile::default();
+    let tx = c.transaction().await.unwrap();
+    arms::apply_settings(&tx, &profile).await.unwrap();
+    // A back-off step as a sequential scan under its budget, as the
+    // planner writes it for terms most documents hold at scale.
+    tx.batch_execute("SET LOCAL enable_bitmapscan = off")
+        .await
+        .unwrap();
+    let lexical = arms::lexical(
+        &tx,
+        &Eligibility::new(&Filters::default()),
+        "zzzq wireless",
+        &profile,
+    )
+    .await
+    .unwrap();
+    assert!(!lexical.candidates.is_empty());
+    assert_eq!(seqscan_sync(&tx).await, "off");
+    tx.commit().await.unwrap();
+    assert_eq!(
+        seqscan_sync(&c).await,
+        "on",
+        "SET LOCAL ends with the transaction"
+    );
+}
+
+async fn seqscan_sync<C: tokio_postgres::GenericClient>(c: &C) -> String {
+    c.query_one("SELECT current_setting('synchronize_seqscans')", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
 #[tokio::test]
 async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     let db = TestDb::with_sample("negation").await;

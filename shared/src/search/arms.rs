@@ -314,7 +314,19 @@ impl ArmResult {
 /// (`set_config(..., true)` is `SET LOCAL`; outside a transaction it would
 /// do nothing): HNSW `ef_search`, iterative scans with relaxed order and
 /// their tuple budget, the trigram similarity floor and the statement
-/// timeout.
+/// timeout; and `synchronize_seqscans` off.
+///
+/// A scan budget keeps the first matches a scan returns. A bitmap scan
+/// returns them in the table's physical order; a sequential scan (the
+/// planner's choice for a back-off step whose terms most documents hold,
+/// at a million products) may start wherever another session's sequential
+/// scan of the same table has got to, once the table is larger than a
+/// quarter of `shared_buffers`: the same search would then rank other
+/// matches each time it runs beside other searches (measured at 1M, the
+/// lexical arm's any-term step of a six-term query: three runs beside a
+/// concurrent scan, three different top-120 lists). Off, every sequential
+/// scan starts at the table's first block, and a budget cuts the same
+/// matches whatever else is running.
 pub async fn apply_settings<C: GenericClient>(
     tx: &C,
     profile: &RetrievalProfile,
@@ -330,7 +342,8 @@ pub async fn apply_settings<C: GenericClient>(
         "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
                 set_config('hnsw.max_scan_tuples', $2, true),
                 set_config('pg_trgm.word_similarity_threshold', $3, true),
-                set_config('statement_timeout', $4, true)",
+                set_config('statement_timeout', $4, true),
+                set_config('synchronize_seqscans', 'off', true)",
         &[
             (&ef, Type::TEXT),
             (&tuples, Type::TEXT),
