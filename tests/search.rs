@@ -954,11 +954,11 @@ async fn a_relaxed_step_matches_exactly_the_documents_holding_k_of_the_terms() {
     assert!(sizes.iter().filter(|n| **n > 0).count() >= 3, "{sizes:?}");
 }
 
-/// A sequential scan that joins another session's (the server does so for
-/// tables larger than a quarter of `shared_buffers`, which a test catalog
-/// never is) starts mid-table, and a scan budget would then keep other
-/// matches on every run: the arms' transactions turn that off, and only
-/// for themselves.
+/// A sequential scan may start where the last scan of its table stopped
+/// (the server does so for tables larger than a quarter of
+/// `shared_buffers`, which a test catalog never is), and a scan budget
+/// would then keep other matches on every run: the arms' transactions turn
+/// that off, and only for themselves.
 #[tokio::test]
 async fn the_arms_scan_from_the_first_block_and_leave_the_session_as_it_was() {
     let db = TestDb::with_sample("seqscan_start").await;

@@ -319,14 +319,14 @@ impl ArmResult {
 /// A scan budget keeps the first matches a scan returns. A bitmap scan
 /// returns them in the table's physical order; a sequential scan (the
 /// planner's choice for a back-off step whose terms most documents hold,
-/// at a million products) may start wherever another session's sequential
-/// scan of the same table has got to, once the table is larger than a
-/// quarter of `shared_buffers`: the same search would then rank other
-/// matches each time it runs beside other searches (measured at 1M, the
-/// lexical arm's any-term step of a six-term query: three runs beside a
-/// concurrent scan, three different top-120 lists). Off, every sequential
+/// at a million products) starts where the last scan of the table
+/// reported being (where its `LIMIT` stopped it, or where a concurrent
+/// scan is), once the table is larger than a quarter of `shared_buffers`:
+/// the same search would then rank other matches on every run (measured at
+/// 1M, the lexical arm's any-term step of a six-term query: four runs one
+/// after another, four different top-120 lists). Off, every sequential
 /// scan starts at the table's first block, and a budget cuts the same
-/// matches whatever else is running.
+/// matches on every run, whatever else is running.
 pub async fn apply_settings<C: GenericClient>(
     tx: &C,
     profile: &RetrievalProfile,
