@@ -83,3 +83,105 @@ async fn the_catalog_writing_commands_refuse_a_database_behind_this_build() {
     assert_eq!(count(db.owner().await).await, 1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `mosaic ARGS` against the runtime role of `db`, with the hashing
+/// embedder the sample's vectors were made with. It blocks in place: a
+/// server the test runs goes on answering on the runtime's other worker.
+fn mosaic_runtime(args: &[&str], db: &TestDb) -> Output {
+    tokio::task::block_in_place(|| {
+        Command::new(MOSAIC)
+            .args(args)
+            .args(["--runtime-database-url", &db.runtime_url()])
+            .args(["--embedder", "hashing"])
+            .env("MOSAIC_EMBEDDING_DIM", "384")
+            .output()
+            .expect("run mosaic")
+    })
+}
+
+/// The JSON a command printed; a failure says what it wrote to stderr.
+fn printed(out: &Output) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_principal_is_the_same_caller_in_process_and_through_a_server() {
+    let db = TestDb::with_sample("cli_principal").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let ctx = mosaic_integration_tests::ctx(&db, mosaic::RetrievalProfile::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(mosaic::server::serve(ctx, listener, async {
+        let _ = stopped.await;
+    }));
+    let search = [
+        "search",
+        "kettle",
+        "--no-rerank",
+        "--json",
+        "--principal",
+        "alice",
+    ];
+    let event_of = |out: &Output| {
+        printed(out)["search_event_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    // In-process, alice's search is bound to `local:alice`: what the server
+    // makes of the same name.
+    let event = event_of(&mosaic_runtime(&search, &db));
+    assert_eq!(
+        mosaic_integration_tests::principal_of(&db, &event).await,
+        "local:alice"
+    );
+    // So alice reads it back through the server; bob reads it neither way.
+    let explain = |who: &'static str| {
+        ["explain", event.as_str(), "--json", "--principal", who].map(String::from)
+    };
+    let through = |mut a: Vec<String>| {
+        a.extend(["--server".to_string(), base.clone()]);
+        a
+    };
+    let run =
+        |a: Vec<String>| mosaic_runtime(&a.iter().map(String::as_str).collect::<Vec<_>>(), &db);
+    let r = printed(&run(through(explain("alice").to_vec())));
+    assert_eq!(r["search_event_id"].as_str(), Some(event.as_str()), "{r}");
+    assert!(
+        !run(through(explain("bob").to_vec())).status.success(),
+        "bob, through the server"
+    );
+    assert!(
+        !run(explain("bob").to_vec()).status.success(),
+        "bob, in-process"
+    );
+
+    // Through the server, alice's search reads back in-process as alice.
+    let search_through = through(search.map(String::from).to_vec());
+    let event = event_of(&run(search_through));
+    assert_eq!(
+        mosaic_integration_tests::principal_of(&db, &event).await,
+        "local:alice"
+    );
+    printed(&mosaic_runtime(
+        &["explain", &event, "--json", "--principal", "alice"],
+        &db,
+    ));
+
+    // A name the server would refuse is refused in-process too, before any call.
+    let out = mosaic_runtime(
+        &["search", "kettle", "--json", "--principal", "alice smith"],
+        &db,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("--principal"),
+        "{stderr}"
+    );
+
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

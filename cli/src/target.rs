@@ -18,8 +18,10 @@ pub struct TargetArgs {
     /// without it the operation runs in-process.
     #[arg(long, env = "MOSAIC_SERVER")]
     server: Option<String>,
-    /// Principal of the caller (receipts are bound to it).
-    #[arg(long, default_value = "anonymous")]
+    /// Principal of the caller (receipts are bound to it): NAME is the
+    /// local principal `local:NAME`, in-process as through `--server`;
+    /// `anonymous` (the default) is the anonymous principal.
+    #[arg(long, value_name = "NAME", default_value = "anonymous")]
     principal: String,
     #[command(flatten)]
     runtime: RuntimeArgs,
@@ -35,13 +37,19 @@ impl TargetArgs {
         })
     }
 
-    fn principal(&self) -> Principal {
-        Principal(self.principal.clone())
-    }
-
     /// Runs `op` on flat logical arguments where these flags say.
     pub async fn call(&self, op: Operation, args: Value) -> Result<Value> {
-        call(&self.target()?, &self.principal(), op, args).await
+        let principal = principal(&self.principal)?;
+        call(&self.target()?, &principal, op, args).await
+    }
+}
+
+/// The caller `--principal` names: the same principal in-process as a
+/// server makes of the name, so a receipt made one way reads back the other.
+fn principal(name: &str) -> Result<Principal> {
+    match name {
+        Principal::ANONYMOUS => Ok(Principal::anonymous()),
+        name => crate::mcp_cmd::local_principal(name),
     }
 }
 
@@ -71,11 +79,12 @@ fn http(
     let (route, body) = mosaic::contract::http_request(op.contract(), args);
     let (method, path) = route.split_once(' ').unwrap_or(("POST", &route));
     let url = format!("{}{}", base.trim_end_matches('/'), path);
-    // The server makes `local:<name>` of the header; without it the call is
-    // anonymous, as `--principal anonymous` (the default) is in-process.
+    // The server makes `local:<name>` of the header's name; without it the
+    // call is anonymous, as `--principal anonymous` (the default) is
+    // in-process.
     let mut req = ureq::request(method, &url);
-    if !principal.is_anonymous() {
-        req = req.set(mosaic::principal::HEADER, principal.as_str());
+    if let Some(name) = principal.as_str().strip_prefix("local:") {
+        req = req.set(mosaic::principal::HEADER, name);
     }
     let resp = match body {
         Some(b) => req.send_json(b),
