@@ -2632,3 +2632,57 @@ async fn a_code_queries_relaxed_trigram_steps_match_the_code_alone_and_score_the
     );
     assert!(!same(&codes, &whole), "{q}");
 }
+
+#[tokio::test]
+async fn an_overlong_word_is_read_in_part_by_the_trigram_arm_and_not_looked_up() {
+    // One "word" of 1,000 letters: what a careless or hostile caller sends.
+    // Read whole, it holds about a thousand distinct trigrams, and at this
+    // catalog's size the planner would compute the similarity of every row
+    // for each step of the cascade (seconds) rather than scan the index.
+    let db = TestDb::with_sample("overlong_word").await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let word: String = (0..1_000)
+        .map(|_| rng.gen_range(b'a'..=b'z') as char)
+        .collect();
+    let profile = RetrievalProfile::default();
+    let chars = profile.trigram_query_chars;
+    assert!(chars > 0, "the default profile bounds the trigram arm");
+    let r = run(
+        &ctx(&db, profile.clone()),
+        json!({"query": word, "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let d = r.diagnostics.unwrap();
+    let trigram = &d.arms[Arm::Trigram];
+    assert_eq!(trigram.read_chars, Some(chars as usize), "{trigram:?}");
+    // Unknown, and never corrected: no vocabulary word is within reach.
+    let u = d.query_understanding.expect("understanding ran");
+    assert_eq!(u.unknown, vec![word.clone()]);
+    assert!(u.corrections.is_empty());
+
+    // What the arm matched: an index scan, not a scan of every row.
+    let (read, cut) = arms::first_chars(&word, chars);
+    assert!(cut && read.chars().count() == chars as usize);
+    let mut c = db.runtime().await;
+    let tx = c.transaction().await.unwrap();
+    tx.execute(
+        "SELECT set_config('pg_trgm.word_similarity_threshold', '0.45', true)",
+        &[],
+    )
+    .await
+    .unwrap();
+    let budget = profile.trigram_scan_budget;
+    let plan = texts(
+        &tx,
+        &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
+        &Eligibility::new(&Filters::default()).params(&[&read, &budget, &read]),
+    )
+    .await
+    .join("\n");
+    assert!(
+        plan.contains("Bitmap Index Scan") && !plan.contains("Seq Scan"),
+        "{plan}"
+    );
+    tx.rollback().await.unwrap();
+}

@@ -59,6 +59,12 @@ pub struct RetrievalProfile {
     /// match nothing and under a category or brand filter. 0: every step
     /// matches the whole query.
     pub trigram_identifier_steps: i64,
+    /// Characters of the query the trigram arm reads at most (0: all):
+    /// whole words while they fit, so a longer query is matched for its
+    /// first words (a pasted title's brand and model), and its codes are
+    /// cut the same way. The arm's receipt says when it cut
+    /// (`read_chars`).
+    pub trigram_query_chars: i64,
     /// Safety budget of every cascade step: matches it scores at most (in
     /// physical order); past it the arm reports `budget_cut`. Bounds the
     /// arm's worst case, queries of common words.
@@ -244,6 +250,13 @@ impl Default for RetrievalProfile {
             // there is no number in it. See EVALUATION.md and BENCHMARKS.md, "The trigram arm's
             // relaxed steps for a code".
             trigram_identifier_steps: 1,
+            // A bound, not a tuned number: the import's longest identity field but the title
+            // (`model`, 128 characters). psql, the trigram step's condition alone: at 5k products
+            // the planner computes every row's similarity instead of scanning the GIN index once
+            // the query holds about 470 distinct trigrams (500 random letters: 0.4 s a step, 2.4 s
+            // for the arm through the service; 450: 0.7 ms). No query of either evaluation catalog
+            // that reaches the arm is longer than 98 characters, so no list changes.
+            trigram_query_chars: 128,
             // Bounds common words ("air fryer" matches thousands at every threshold): category-word
             // queries p50/p95 85/158 ms without it, 31/47 with 1000, 18/32 with 500. A cut step holds
             // the limit, so the cascade stops there; stricter steps' rows are kept. Against no budget
@@ -390,7 +403,7 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 12] = [
+const BEFORE_THE_FIELD: [(&str, i64); 13] = [
     // Short queries went straight to the trigram cascade.
     ("trigram_perfect_first", 0),
     // Queries spelled as written ran the whole trigram cascade.
@@ -399,6 +412,8 @@ const BEFORE_THE_FIELD: [(&str, i64); 12] = [
     ("trigram_corrected_perfect", 0),
     // Every trigram step matched the whole query.
     ("trigram_identifier_steps", 0),
+    // The trigram arm read the whole query.
+    ("trigram_query_chars", 0),
     // Queries reached the arms as written.
     ("query_correction", 0),
     // Ties between equally close corrections went to the most common word.
@@ -447,7 +462,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 40] = [
+        let checks: [(bool, &str); 41] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -509,6 +524,10 @@ impl RetrievalProfile {
             (
                 (0..=1).contains(&self.trigram_identifier_steps),
                 "trigram_identifier_steps must be 0 or 1",
+            ),
+            (
+                (0..=self.max_query_chars as i64).contains(&self.trigram_query_chars),
+                "trigram_query_chars must be 0..=max_query_chars",
             ),
             (
                 self.trigram_scan_budget >= self.trigram_limit,

@@ -106,6 +106,11 @@ pub struct ArmResult {
     /// the whole query or did not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_codes: Option<String>,
+    /// The trigram arm: how many characters of the query (and of its codes)
+    /// it read, when the query was longer than `trigram_query_chars`;
+    /// absent when it read all of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_chars: Option<usize>,
     /// The lane (0 = the search's own connection) the arm ran on; see
     /// [`super::lanes`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -260,6 +265,7 @@ impl ArmResult {
             domain_walks: None,
             walks_connection: None,
             matched_codes: None,
+            read_chars: None,
             connection: None,
             pool: None,
             catalog_rows: None,
@@ -302,6 +308,7 @@ impl ArmResult {
             domain_walks: None,
             walks_connection: None,
             matched_codes: None,
+            read_chars: None,
             connection: None,
             pool: None,
             catalog_rows: None,
@@ -968,7 +975,8 @@ pub async fn trigram<C: GenericClient>(
     profile: &RetrievalProfile,
 ) -> Result<ArmResult, tokio_postgres::Error> {
     let t = std::time::Instant::now();
-    let q = query.to_lowercase();
+    let chars = profile.trigram_query_chars;
+    let (q, cut_query) = first_chars(&query.to_lowercase(), chars);
     let scorer = WordSimilarity::new(&q);
     let scorer = scorer.as_ref();
     let limit = profile.trigram_limit;
@@ -982,9 +990,17 @@ pub async fn trigram<C: GenericClient>(
     let slice = elig.category_key.is_some() || elig.brand.is_some();
     // The codes the relaxed steps match first, unless they are all the
     // query's words.
-    let codes = codes.map(str::to_lowercase).filter(|c| {
+    let (codes, cut_codes) = match codes {
+        Some(c) => {
+            let (c, cut) = first_chars(&c.to_lowercase(), chars);
+            (Some(c), cut)
+        }
+        None => (None, false),
+    };
+    let codes = codes.filter(|c| {
         profile.trigram_identifier_steps == 1 && !slice && trigram_words(c) != trigram_words(&q)
     });
+    let read_chars = (cut_query || cut_codes).then_some(chars as usize);
     let perfect_only = spelled && profile.trigram_spelled_perfect == 1;
     let perfect_first =
         !long && !slice && elig.domain.is_none() && profile.trigram_perfect_first == 1;
@@ -992,13 +1008,9 @@ pub async fn trigram<C: GenericClient>(
         let (rows, _) = trigram_step(db, elig, (&q, &q), scorer, 1.0, limit, profile).await?;
         if perfect_only || rows.len() as i64 >= limit {
             let v = verdict(rows.len(), limit);
-            return Ok(ArmResult::new(
-                rows,
-                limit,
-                v,
-                Some(ArmMode::Trigram(1.0)),
-                ms_since(t),
-            ));
+            let mut arm = ArmResult::new(rows, limit, v, Some(ArmMode::Trigram(1.0)), ms_since(t));
+            arm.read_chars = read_chars;
+            return Ok(arm);
         }
         merged = rows;
     }
@@ -1050,7 +1062,37 @@ pub async fn trigram<C: GenericClient>(
     }
     let mut arm = ArmResult::ranked(merged, limit, cut, ArmMode::Trigram(served), t);
     arm.matched_codes = matched_codes;
+    arm.read_chars = read_chars;
     Ok(arm)
+}
+
+/// The first `max` characters of `text` (all of it when `max` is 0), and
+/// whether that cut anything: whole words while they fit, or the first
+/// word's first `max` characters when even it does not. The trigram arm's
+/// cost grows with the distinct trigrams of what it matches: every step's
+/// GIN scan reads one posting list per trigram and every recheck compares
+/// them all, and past a few hundred of them the planner prefers computing
+/// the similarity of every row (`trigram_query_chars`).
+pub fn first_chars(text: &str, max: i64) -> (String, bool) {
+    let max = max.max(0) as usize;
+    if max == 0 || text.chars().count() <= max {
+        return (text.to_string(), false);
+    }
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        let len = out.chars().count() + usize::from(!out.is_empty()) + word.chars().count();
+        if len > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    if out.is_empty() {
+        out = text.trim_start().chars().take(max).collect();
+    }
+    (out, true)
 }
 
 /// Semantic arm with selectivity routing. Expects the HNSW settings applied
@@ -1490,6 +1532,32 @@ async fn product_ids<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trigram_arm_reads_whole_words_up_to_its_bound() {
+        assert_eq!(
+            first_chars("pxlt-3353 mini", 128),
+            ("pxlt-3353 mini".into(), false)
+        );
+        assert_eq!(
+            first_chars("pxlt-3353 mini", 0),
+            ("pxlt-3353 mini".into(), false)
+        );
+        // Whole words while they fit, the space between them counted.
+        assert_eq!(
+            first_chars("voltrix vxhp-1000s lite", 18),
+            ("voltrix vxhp-1000s".into(), true)
+        );
+        assert_eq!(
+            first_chars("voltrix vxhp-1000s lite", 17),
+            ("voltrix".into(), true)
+        );
+        // A first word longer than the bound: its first characters.
+        let long = "ab".repeat(100);
+        assert_eq!(first_chars(&long, 5), ("ababa".into(), true));
+        // Characters, not bytes.
+        assert_eq!(first_chars("ééééé ü", 5), ("ééééé".into(), true));
+    }
 
     #[test]
     fn only_queries_that_can_name_an_identity_go_to_the_trigram_arm() {

@@ -68,6 +68,19 @@ const CONTEXT_WORDS: usize = 4;
 /// How many trigram neighbours of an unknown word are compared by edits.
 const NEIGHBOURS: i64 = 20;
 
+/// The longest word the catalog's vocabulary keeps
+/// (`sql/0014_query_vocabulary.sql`, `sql/0017_catalog_terms_by_difference.sql`).
+pub const VOCABULARY_LONGEST_WORD: usize = 64;
+
+/// Whether `word` can be in the vocabulary or within [`max_edits`] of a
+/// word of it: a longer word is neither, so it is not looked up. The
+/// lookup's GIN scan reads a posting list per trigram of the word (a
+/// 1,000-letter word: 70-115 ms at 100k products).
+pub fn may_be_in_vocabulary(word: &str) -> bool {
+    let len = word.chars().count();
+    len <= VOCABULARY_LONGEST_WORD + max_edits(len) as usize
+}
+
 /// One corrected word.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Correction {
@@ -349,19 +362,27 @@ pub async fn understand<C: GenericClient>(
             ..Understanding::default()
         });
     }
-    // The similarity floor (SET LOCAL) and the lookup: one round trip.
+    // The similarity floor (SET LOCAL) and the lookup: one round trip. A
+    // word no vocabulary word can be near is unknown without it.
     let floor = profile.correction_min_similarity.to_string();
+    let looked_up: Vec<&String> = words.iter().filter(|w| may_be_in_vocabulary(w)).collect();
     let params = [
         (
-            &words as &(dyn tokio_postgres::types::ToSql + Sync),
+            &looked_up as &(dyn tokio_postgres::types::ToSql + Sync),
             Type::TEXT_ARRAY,
         ),
         (&NEIGHBOURS, Type::INT8),
     ];
-    let (_, rows) = tokio::try_join!(
-        crate::db::set_local(db, "pg_trgm.similarity_threshold", floor),
-        db.query_typed(VOCABULARY_SQL, &params),
-    )?;
+    let rows = match looked_up.is_empty() {
+        true => Vec::new(),
+        false => {
+            let (_, rows) = tokio::try_join!(
+                crate::db::set_local(db, "pg_trgm.similarity_threshold", floor),
+                db.query_typed(VOCABULARY_SQL, &params),
+            )?;
+            rows
+        }
+    };
     let mut found: Vec<(String, Vec<(String, i32)>)> = Vec::new();
     for w in &words {
         let mut known = false;
@@ -468,6 +489,17 @@ async fn held_together<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_no_vocabulary_word_can_be_near_is_not_looked_up() {
+        let word = |n: usize| "a".repeat(n);
+        assert!(may_be_in_vocabulary("kestrl"));
+        assert!(may_be_in_vocabulary(&word(VOCABULARY_LONGEST_WORD)));
+        // Two edits from the longest vocabulary word.
+        assert!(may_be_in_vocabulary(&word(VOCABULARY_LONGEST_WORD + 2)));
+        assert!(!may_be_in_vocabulary(&word(VOCABULARY_LONGEST_WORD + 3)));
+        assert!(!may_be_in_vocabulary(&word(1_000)));
+    }
 
     /// Vocabulary neighbours (word, products) as the lookup returns them.
     fn neighbours(v: &[(&str, i32)]) -> Vec<(String, i32)> {
