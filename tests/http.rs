@@ -98,11 +98,16 @@ async fn raw(
     body: &[u8],
 ) -> Resp {
     let mut s = TcpStream::connect(addr).await.expect("connect");
+    // A host and a JSON content type unless the test sends its own.
+    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
     let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
     );
-    if !body.is_empty() {
+    if !has("host") {
+        head.push_str(&format!("host: {addr}\r\n"));
+    }
+    if !body.is_empty() && !has("content-type") {
         head.push_str("content-type: application/json\r\n");
     }
     for (n, v) in headers {
@@ -506,5 +511,70 @@ async fn the_contract_is_served_as_tools_and_openapi() {
     let doc: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(doc, mosaic::contract::openapi());
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_web_page_cannot_speak_for_this_machine() {
+    // The principal header authenticates nobody, so the local server must
+    // not answer a page that re-pointed its own domain at 127.0.0.1 (DNS
+    // rebinding), nor take a body a page can send cross-origin without a
+    // preflight (text/plain, a form).
+    let db = TestDb::with_sample("http_rebinding").await;
+    let server = Server::start(ctx(&db, RetrievalProfile::default())).await;
+    let owner = db.owner().await;
+    let events = || async {
+        let n: i64 = owner
+            .query_one("SELECT count(*) FROM receipts.search_events", &[])
+            .await
+            .unwrap()
+            .get(0);
+        n
+    };
+    let before = events().await;
+    let body = json!({"query": "wireless headphones", "limit": 3}).to_string();
+    let body = body.as_bytes();
+    let port = server.addr.port().to_string();
+    for host in [
+        "attacker.example",
+        &format!("attacker.example:{port}"),
+        "127.0.0.2",
+    ] {
+        let r = server
+            .send("POST", "/api/search", &[("host", host)], body)
+            .await;
+        r.assert_error(400, "invalid_argument", Some("host"));
+        let r = server.send("GET", "/healthz", &[("host", host)], b"").await;
+        r.assert_error(400, "invalid_argument", Some("host"));
+    }
+    for media in ["text/plain", "application/x-www-form-urlencoded"] {
+        let r = server
+            .send("POST", "/api/search", &[("content-type", media)], body)
+            .await;
+        r.assert_error(400, "invalid_argument", Some("content-type"));
+    }
+    assert_eq!(events().await, before, "a refused request wrote a receipt");
+
+    // This machine's names, and JSON with a charset, are served.
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let r = server
+            .send(
+                "POST",
+                "/api/search",
+                &[
+                    ("host", &host),
+                    ("content-type", "application/json; charset=utf-8"),
+                ],
+                body,
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            200,
+            "{host}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    assert_eq!(events().await, before + 2);
     server.shutdown().await;
 }

@@ -9,6 +9,15 @@
 //! anonymous mode. A name cannot make a request anonymous (`anonymous` is
 //! `local:anonymous`). Deployed functions derive the principal from what the
 //! platform vouches for instead (see [`crate::lambda`]).
+//!
+//! Since the header authenticates nobody, a web page must not be able to
+//! speak for the browser's machine: on a loopback address the server
+//! answers only requests whose `Host` names this machine (a page whose
+//! domain an attacker re-points at 127.0.0.1 sends its own name), and a
+//! body must be `application/json`, which a page cannot send to another
+//! origin without a preflight the server never grants. Either refusal is a
+//! 400 `invalid_argument` naming `host` or `content-type`, before anything
+//! runs.
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
@@ -36,6 +45,9 @@ const DRAIN_TIME: Duration = Duration::from_secs(2);
 struct App {
     ctx: Ctx,
     max_body: usize,
+    /// The `Host` names accepted (lower case, without a port); `None`:
+    /// any, on an address that is not loopback.
+    hosts: Option<Vec<String>>,
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops
@@ -55,9 +67,12 @@ pub async fn serve_with_limit(
     shutdown: impl Future<Output = ()> + Send + 'static,
     max_body: usize,
 ) -> std::io::Result<()> {
-    let app = Router::new()
-        .fallback(handler)
-        .with_state(Arc::new(App { ctx, max_body }));
+    let hosts = allowed_hosts(listener.local_addr()?);
+    let app = Router::new().fallback(handler).with_state(Arc::new(App {
+        ctx,
+        max_body,
+        hosts,
+    }));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
@@ -71,13 +86,20 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
 
-    let principal = principal(&parts.headers);
+    let principal =
+        host(&parts.headers, app.hosts.as_deref()).and_then(|()| principal(&parts.headers));
     let out = match &principal {
         Err(e) => HttpResponse::error(e),
         // One byte over the limit is enough for the router to refuse with
         // its own 413; reading stops there.
         Ok(p) => match read_capped(body, app.max_body.saturating_add(1)).await {
             Err(e) => HttpResponse::error(&e),
+            Ok(bytes) if !bytes.is_empty() && !json_body(&parts.headers) => {
+                HttpResponse::error(&Error::invalid(
+                    "content-type",
+                    "a request body must be sent as `content-type: application/json`",
+                ))
+            }
             Ok(bytes) => {
                 let req = HttpRequest {
                     method,
@@ -101,6 +123,55 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
         "request"
     );
     into_response(out)
+}
+
+/// The `Host` names a server listening on `bound` answers to: this
+/// machine's loopback names and the address itself; `None` (any) when it
+/// listens on an address other machines reach, where a name cannot be
+/// known in advance (`mosaic serve` warns of that address at start).
+fn allowed_hosts(bound: std::net::SocketAddr) -> Option<Vec<String>> {
+    let ip = bound.ip();
+    ip.is_loopback().then(|| {
+        ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(String::from)
+            .chain([ip.to_string()])
+            .collect()
+    })
+}
+
+/// Whether the request's `Host` (if it sent one) is among `hosts`, its
+/// port and case aside.
+fn host(headers: &HeaderMap, hosts: Option<&[String]>) -> Result<(), Error> {
+    let (Some(hosts), Some(value)) = (hosts, headers.get(axum::http::header::HOST)) else {
+        return Ok(());
+    };
+    let name = value.to_str().unwrap_or("").trim().to_ascii_lowercase();
+    let name = match name.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => name.rsplit_once(':').map_or(name.as_str(), |(h, _)| h),
+    };
+    match hosts.iter().any(|h| h == name) {
+        true => Ok(()),
+        false => Err(Error::invalid(
+            "host",
+            "the `Host` header must name this machine (localhost or a loopback address)",
+        )),
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json`, with
+/// or without parameters such as a charset).
+fn json_body(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(axum::http::header::CONTENT_TYPE).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return false;
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The principal of a local request: `local:<name>`, or anonymous without
@@ -203,5 +274,75 @@ mod tests {
             assert_eq!(e.body()["error"]["field"], PRINCIPAL_HEADER);
         }
         assert!(principal(&with(&["a", "b"])).is_err());
+    }
+
+    fn headers(name: axum::http::header::HeaderName, values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(name.clone(), HeaderValue::from_bytes(v.as_bytes()).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn on_loopback_only_this_machine_s_names_are_answered() {
+        use axum::http::header::HOST;
+        let loopback = allowed_hosts("127.0.0.1:8787".parse().unwrap());
+        let hosts = loopback.as_deref();
+        for ok in [
+            "127.0.0.1:8787",
+            "localhost",
+            "LocalHost:1",
+            "[::1]:8787",
+            "127.0.0.1",
+        ] {
+            assert!(host(&headers(HOST, &[ok]), hosts).is_ok(), "{ok}");
+        }
+        // No Host at all (HTTP/1.0): no page sent it.
+        assert!(host(&HeaderMap::new(), hosts).is_ok());
+        for bad in [
+            "attacker.example",
+            "attacker.example:8787",
+            "127.0.0.2",
+            "localhost.attacker.example",
+            "[::2]:8787",
+            "",
+        ] {
+            let e = host(&headers(HOST, &[bad]), hosts).unwrap_err();
+            assert_eq!(
+                (e.status(), e.body()["error"]["field"].as_str()),
+                (400, Some("host")),
+                "{bad:?}"
+            );
+        }
+        // Bound beyond loopback, the name cannot be known: any.
+        let any = allowed_hosts("0.0.0.0:8787".parse().unwrap());
+        assert!(host(&headers(HOST, &["attacker.example"]), any.as_deref()).is_ok());
+    }
+
+    #[test]
+    fn a_body_must_say_it_is_json() {
+        use axum::http::header::CONTENT_TYPE;
+        for ok in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            " application/json ;x=y",
+        ] {
+            assert!(json_body(&headers(CONTENT_TYPE, &[ok])), "{ok}");
+        }
+        for bad in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+            "",
+        ] {
+            assert!(!json_body(&headers(CONTENT_TYPE, &[bad])), "{bad}");
+        }
+        assert!(!json_body(&HeaderMap::new()));
+        assert!(!json_body(&headers(
+            CONTENT_TYPE,
+            &["application/json", "text/plain"]
+        )));
     }
 }
