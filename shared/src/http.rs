@@ -252,12 +252,15 @@ fn bind(args: &mut Map<String, Value>, field: &str, from_path: String) -> Result
     Ok(())
 }
 
-/// The body as a JSON object.
+/// The body as a JSON object. An object that names a key twice is
+/// refused: parsers disagree on which of the two counts (this one would keep
+/// the last), so a proxy or log that read the first could be shown other
+/// filters than the search applied.
 fn parse_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
     if std::str::from_utf8(body).is_err() {
         return Err(Error::invalid_json("the request body is not UTF-8"));
     }
-    match serde_json::from_slice::<Value>(body) {
+    match serde_json::from_slice::<Unique>(body).map(|u| u.0) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(Error::invalid_json(
             "the request body must be a JSON object",
@@ -265,6 +268,76 @@ fn parse_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
         Err(e) => Err(Error::invalid_json(format!(
             "the request body is not valid JSON: {e}"
         ))),
+    }
+}
+
+/// A JSON value in which no object names a key twice.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Unique(v) = map.next_value()?;
+            if m.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{}` appears twice in one object",
+                    key.chars().take(64).collect::<String>()
+                )));
+            }
+            m.insert(key, v);
+        }
+        Ok(Value::Object(m))
     }
 }
 
@@ -352,10 +425,39 @@ mod tests {
     }
 
     #[test]
+    fn a_key_named_twice_in_any_object_is_refused() {
+        for bad in [
+            &br#"{"query": "headphones", "query": "x"}"#[..],
+            br#"{"query": "headphones", "filters": {"max_price_cents": 100}, "filters": {}}"#,
+            br#"{"query": "q", "filters": {"attributes": {"color": "red", "color": "blue"}}}"#,
+            br#"{"product_ids": [{"a": 1, "a": 2}]}"#,
+        ] {
+            let e = parse_object(bad).unwrap_err();
+            assert_eq!(e.body()["error"]["code"], "invalid_json");
+            let message = e.body()["error"]["message"].as_str().unwrap().to_string();
+            assert!(message.contains("appears twice"), "{message}");
+        }
+        // Otherwise the same value serde_json reads, numbers included.
+        for good in [
+            &br#"{"query": "q", "limit": 5, "filters": {"min_rating": 4.5, "max_price_cents": 18446744073709551615}}"#[..],
+            br#"{"a": [1, -2, 3.25, true, null, "s", {"b": {}}], "c": {"a": 1}, "d": -9223372036854775808}"#,
+        ] {
+            let expected: Value = serde_json::from_slice(good).unwrap();
+            assert_eq!(Value::Object(parse_object(good).unwrap()), expected);
+        }
+    }
+
+    #[test]
     fn bodies() {
         assert!(parse_object(b"{}").is_ok());
         for bad in [&b""[..], b"[]", b"1", b"{", b"\xff{}"] {
             let e = parse_object(bad).unwrap_err();
+            assert_eq!(e.body()["error"]["code"], "invalid_json");
+        }
+        // Deep nesting meets the parser's depth limit, not the stack's.
+        for depth in [200, 100_000] {
+            let deep = format!("{{\"a\": {}{}}}", "[".repeat(depth), "]".repeat(depth));
+            let e = parse_object(deep.as_bytes()).unwrap_err();
             assert_eq!(e.body()["error"]["code"], "invalid_json");
         }
     }
