@@ -240,7 +240,7 @@ fn query_param(query: &str, name: &str) -> Option<String> {
 fn bind(args: &mut Map<String, Value>, field: &str, from_path: String) -> Result<(), Error> {
     match args.get(field) {
         None | Some(Value::Null) => {}
-        Some(Value::String(s)) if *s == from_path => {}
+        Some(Value::String(s)) if same(field, s, &from_path) => {}
         Some(_) => {
             return Err(Error::invalid(
                 field,
@@ -250,6 +250,17 @@ fn bind(args: &mut Map<String, Value>, field: &str, from_path: String) -> Result
     }
     args.insert(field.to_string(), Value::String(from_path));
     Ok(())
+}
+
+/// Whether a body's `value` and the path's name the same thing: the same
+/// text, or for a scope id the same UUID in any of its spellings (case,
+/// braces, no hyphens), as the operation reads it.
+fn same(field: &str, value: &str, from_path: &str) -> bool {
+    let uuid = |s: &str| uuid::Uuid::try_parse(s.trim()).ok();
+    value == from_path
+        || (field == "retrieval_scope_id"
+            && uuid(value).is_some()
+            && uuid(value) == uuid(from_path))
 }
 
 /// The body as a JSON object. An object that names a key twice is
@@ -422,6 +433,21 @@ mod tests {
         assert_eq!(e.body()["error"]["field"], "product_id");
         let mut m = Map::from_iter([("product_id".to_string(), json!(7))]);
         assert!(bind(&mut m, "product_id", "7".into()).is_err());
+        // A scope id in another spelling of the same UUID is the same id.
+        let id = "0e2c6f0a-54b1-4c5e-9d7e-2f1a3b4c5d6e";
+        for spelled in [id.to_uppercase(), format!("{{{id}}}"), id.replace('-', "")] {
+            let mut m = Map::from_iter([("retrieval_scope_id".to_string(), json!(spelled))]);
+            bind(&mut m, "retrieval_scope_id", id.into()).unwrap();
+            assert_eq!(m["retrieval_scope_id"], id);
+        }
+        let mut m = Map::from_iter([(
+            "retrieval_scope_id".to_string(),
+            json!(id.replace('e', "f")),
+        )]);
+        assert!(bind(&mut m, "retrieval_scope_id", id.into()).is_err());
+        // Case matters for other ids.
+        let mut m = Map::from_iter([("product_id".to_string(), json!("P1"))]);
+        assert!(bind(&mut m, "product_id", "p1".into()).is_err());
     }
 
     #[test]
