@@ -619,7 +619,7 @@ async fn bad_input_gets_a_stable_400_and_writes_nothing() {
         (
             json!({"query": "x", "filters": {"min_price_cents": 500, "max_price_cents": 100}}),
             "invalid_argument",
-            Some("max_price_cents"),
+            Some("filters.max_price_cents"),
         ),
         (
             json!({"query": "x", "filters": {"min_rating": 6}}),

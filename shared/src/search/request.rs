@@ -253,7 +253,13 @@ fn attributes(v: &Value, path: &str) -> Result<Option<Map<String, Value>>, Error
         Value::Object(m) if m.len() <= 16 => {
             for (k, val) in m {
                 check_text(path, k, TextKind::Token)?;
-                let ok_key = !k.is_empty() && k.chars().count() <= 64;
+                // A key is checked before it is named in a message.
+                if k.is_empty() || k.chars().count() > 64 {
+                    return Err(Error::invalid(
+                        path,
+                        format!("`{path}` keys are 1 to 64 characters"),
+                    ));
+                }
                 let ok_val = match val {
                     Value::String(s) => {
                         check_text(&format!("{path}.{k}"), s, TextKind::Token)?;
@@ -263,10 +269,10 @@ fn attributes(v: &Value, path: &str) -> Result<Option<Map<String, Value>>, Error
                     Value::Bool(_) => true,
                     _ => false,
                 };
-                if !ok_key || !ok_val {
+                if !ok_val {
                     return Err(Error::invalid(
                         path,
-                        format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean, under a key of 1 to 64 characters"),
+                        format!("`{path}.{k}` must be a string (at most 256 characters), number or boolean"),
                     ));
                 }
             }
@@ -303,8 +309,13 @@ impl SearchRequest {
         }
         if let (Some(lo), Some(hi)) = (filters.min_price_cents, filters.max_price_cents) {
             if lo > hi {
+                // Named as every other filter error of this shape names it.
+                let field = match shape {
+                    Shape::Nested => "filters.max_price_cents",
+                    Shape::Flat => "max_price_cents",
+                };
                 return Err(Error::invalid(
-                    "max_price_cents",
+                    field,
                     "`max_price_cents` must not be below `min_price_cents`",
                 ));
             }
@@ -456,6 +467,41 @@ mod tests {
         assert!(parse(json!({ "query": q })).is_ok());
         let q = format!("kettle {}", words(profile.max_negated_terms + 1));
         assert_eq!(parse(json!({ "query": q })).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn an_attribute_key_too_long_is_not_repeated_back() {
+        let long = "k".repeat(5_000);
+        let e = parse(json!({"query": "x", "filters": {"attributes": {long.clone(): "v"}}}))
+            .unwrap_err();
+        let body = e.body();
+        assert_eq!(body["error"]["field"], "filters.attributes");
+        assert!(!body.to_string().contains(&long[..65]), "{body}");
+        let e = parse(json!({"query": "x", "filters": {"attributes": {"": 1}}})).unwrap_err();
+        assert_eq!(e.body()["error"]["field"], "filters.attributes");
+    }
+
+    #[test]
+    fn a_price_range_upside_down_names_the_field_as_its_shape_does() {
+        let profile = RetrievalProfile::default();
+        let field = |v: Value, shape: Shape| {
+            let e = SearchRequest::from_json(&v, shape, &profile).unwrap_err();
+            e.body()["error"]["field"].as_str().unwrap().to_string()
+        };
+        assert_eq!(
+            field(
+                json!({"query": "x", "filters": {"min_price_cents": 500, "max_price_cents": 100}}),
+                Shape::Nested
+            ),
+            "filters.max_price_cents"
+        );
+        assert_eq!(
+            field(
+                json!({"query": "x", "min_price_cents": 500, "max_price_cents": 100}),
+                Shape::Flat
+            ),
+            "max_price_cents"
+        );
     }
 
     #[test]
