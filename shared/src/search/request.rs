@@ -40,7 +40,10 @@ pub struct Filters {
     pub min_price_cents: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_price_cents: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "rating_as_written"
+    )]
     pub min_rating: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attributes: Option<Map<String, Value>>,
@@ -229,6 +232,18 @@ fn availability(v: &Value, path: &str) -> Result<Option<Vec<String>>, Error> {
         }
     }
     Ok(values)
+}
+
+/// A rating as the caller wrote it (4.95, not the single-precision
+/// 4.949999809265137 it is compared as; 0 for -0).
+fn rating_as_written<S: serde::Serializer>(r: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+    match r {
+        Some(r) => {
+            let written: f64 = (r + 0.0).to_string().parse().unwrap_or(f64::from(*r));
+            s.serialize_some(&written)
+        }
+        None => s.serialize_none(),
+    }
 }
 
 /// The `min_rating` filter: a number from 0 to 5.
@@ -467,6 +482,21 @@ mod tests {
         assert!(parse(json!({ "query": q })).is_ok());
         let q = format!("kettle {}", words(profile.max_negated_terms + 1));
         assert_eq!(parse(json!({ "query": q })).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn a_rating_is_echoed_as_written() {
+        for (sent, echoed) in [
+            (json!(4.95), json!(4.95)),
+            (json!(-0.0), json!(0.0)),
+            (json!(3), json!(3.0)),
+        ] {
+            let r = parse(json!({"query": "x", "filters": {"min_rating": sent}})).unwrap();
+            assert_eq!(
+                serde_json::to_value(&r.filters).unwrap()["min_rating"],
+                echoed
+            );
+        }
     }
 
     #[test]
