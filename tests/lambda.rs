@@ -967,9 +967,12 @@ async fn client_context_shapes_never_stop_the_function() {
             r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products","bedrockAgentCorePropagatedHeaders":"{\"X-Mosaic-Principal\":\"local:json-string-user\"}"}}"#,
             Err("unauthenticated"),
         ),
+        // A tool call that names no principal, on a function that holds the
+        // interceptor's key: behind the interceptor every tool call names
+        // one, so this one did not come through it.
         (
             r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products"}}"#,
-            Ok("anonymous"),
+            Err("unauthenticated"),
         ),
         (r#"{"custom":"a string"}"#, Ok("anonymous")),
         (
@@ -1017,6 +1020,22 @@ async fn client_context_shapes_never_stop_the_function() {
         );
         f.assert_alive();
     }
+
+    // A gateway without the interceptor (no key), anonymous calls allowed:
+    // a tool call that names no one is anonymous there.
+    let mut keyless = Function::start(
+        "search-products",
+        &db.runtime_url(),
+        &[
+            ("MOSAIC_ALLOW_ANONYMOUS", "true"),
+            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
+        ],
+    )
+    .await;
+    let bare = r#"{"custom":{"bedrockAgentCoreToolName":"mosaic___search_products"}}"#;
+    let v = keyless.agentcore(&args, Some(bare)).await;
+    let (id, _, _) = check_search(&v, 3, 3);
+    assert_eq!(principal_of(&db, &id).await, "anonymous");
 }
 
 /// A TCP proxy in front of PostgreSQL that the test can cut and close.
@@ -1744,6 +1763,24 @@ async fn nobody_can_claim_another_principal_over_agentcore_or_a_direct_invocatio
                     let text = event_text(function, "agentcore-client-context.json");
                     parse(&text).to_string()
                 },
+                args.clone(),
+            ),
+            (
+                "no principal at all, although anonymous calls are allowed: behind the interceptor every tool call names one",
+                gateway_context(&tool, None, None),
+                args.clone(),
+            ),
+            (
+                "a proof whose expiry lies beyond any lifetime the interceptor can be given",
+                gateway_context(
+                    &tool,
+                    Some(victim.as_str()),
+                    Some(&proof_for(
+                        &victim,
+                        &tool,
+                        now_s() + proof::MAX_TTL + proof::CLOCK_SKEW + 600,
+                    )),
+                ),
                 args.clone(),
             ),
             (

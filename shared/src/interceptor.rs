@@ -101,9 +101,12 @@ impl Interceptor {
             Some(s) => s
                 .parse::<u64>()
                 .ok()
-                .filter(|t| (5..=900).contains(t))
+                .filter(|t| (5..=proof::MAX_TTL).contains(t))
                 .ok_or_else(|| {
-                    format!("MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS={s:?}: use 5..900 seconds")
+                    format!(
+                        "MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS={s:?}: use 5..{} seconds",
+                        proof::MAX_TTL
+                    )
                 })?,
         };
         Ok(Interceptor::new(key, ttl, set("MOSAIC_JWT_ISSUER")))
@@ -117,6 +120,12 @@ impl Interceptor {
             .filter(|r| r.is_object())
             .ok_or("not an AgentCore interceptor input: no mcp.gatewayRequest")?;
         let body = request.get("body").cloned().unwrap_or(Value::Null);
+        // One JSON-RPC request: a batch (an array) would carry tool calls
+        // past the identity this sets for one.
+        if !body.is_object() {
+            tracing::warn!("request refused: the body is not one JSON-RPC request");
+            return Ok(refuse(&body));
+        }
         if body.get("method").and_then(Value::as_str) != Some("tools/call") {
             return Ok(forward(body, None));
         }
@@ -175,9 +184,16 @@ impl Interceptor {
             }
         }
         match claims.get("exp").and_then(Value::as_u64) {
-            Some(exp) if exp < now => return Err("the token has expired"),
+            Some(exp) if exp <= now => return Err("the token has expired"),
             Some(_) => {}
             None => return Err("the token has no exp"),
+        }
+        match claims.get("nbf") {
+            None => {}
+            Some(nbf) => match nbf.as_u64() {
+                Some(nbf) if nbf <= now + proof::CLOCK_SKEW => {}
+                _ => return Err("the token is not valid yet"),
+            },
         }
         Principal::jwt(iss, sub).map_err(|_| "the token's iss or sub is malformed")
     }
@@ -400,5 +416,34 @@ mod tests {
         for bad in [json!({}), json!([]), json!({"mcp": {"gatewayRequest": 3}})] {
             assert!(i.intercept(&bad, 0).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_batch_or_a_token_not_valid_yet_is_refused() {
+        let i = Interceptor::new(key(), 60, Some(ISS.into()));
+        let bearer = |claims: Value| Some(format!("Bearer {}", token(claims)));
+        let refused = |out: &Value| {
+            out["mcp"]["transformedGatewayResponse"]["body"]["result"]["isError"] == true
+                && out["mcp"].get("transformedGatewayRequest").is_none()
+        };
+        // A batch of tool calls, with a good token.
+        let mut batch = call(bearer(json!({"iss": ISS, "sub": "u-1", "exp": 2000})), "x");
+        let one = batch["mcp"]["gatewayRequest"]["body"].clone();
+        batch["mcp"]["gatewayRequest"]["body"] = json!([one.clone(), one]);
+        assert!(refused(&i.intercept(&batch, 1000).unwrap()));
+        // Expiring now; not valid until past the allowed skew; valid within it.
+        let at = |claims: Value| i.intercept(&call(bearer(claims), "x"), 1000).unwrap();
+        assert!(refused(&at(json!({"iss": ISS, "sub": "u-1", "exp": 1000}))));
+        let late = 1000 + proof::CLOCK_SKEW + 1;
+        assert!(refused(&at(
+            json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": late})
+        )));
+        assert!(refused(&at(
+            json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": "0"})
+        )));
+        let soon = 1000 + proof::CLOCK_SKEW;
+        assert!(!refused(&at(
+            json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": soon})
+        )));
     }
 }

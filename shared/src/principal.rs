@@ -233,6 +233,10 @@ pub mod proof {
     //! cannot make one without the key; a proof that leaked (a log, a
     //! function's memory) is good for one principal and one tool for at most
     //! its lifetime ([`DEFAULT_TTL`], checked against the function's clock).
+    //! A proof whose expiry lies further ahead than any lifetime the
+    //! interceptor can be given ([`MAX_TTL`], plus [`CLOCK_SKEW`]) is
+    //! refused, and only one spelling of a proof is accepted (the expiry in
+    //! plain decimal digits, the MAC in lower-case hex).
 
     use super::Principal;
     use hmac::{KeyInit, Mac};
@@ -244,6 +248,11 @@ pub mod proof {
     /// the interceptor answers, so this only has to cover that hop and the
     /// clock difference between two Lambda hosts.
     pub const DEFAULT_TTL: u64 = 60;
+    /// The longest lifetime the interceptor may be given
+    /// (`MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS`).
+    pub const MAX_TTL: u64 = 900;
+    /// How far the interceptor's clock may run ahead of a function's.
+    pub const CLOCK_SKEW: u64 = 60;
     /// The shortest key accepted, in bytes.
     pub const MIN_KEY_BYTES: usize = 32;
     const DOMAIN: &str = "mosaic-agentcore-principal/v1";
@@ -300,6 +309,12 @@ pub mod proof {
             else {
                 return Err(Refusal::Malformed);
             };
+            let canonical = !expiry.is_empty()
+                && expiry.bytes().all(|b| b.is_ascii_digit())
+                && (expiry == "0" || !expiry.starts_with('0'));
+            if !canonical {
+                return Err(Refusal::Malformed);
+            }
             let expiry: u64 = expiry.parse().map_err(|_| Refusal::Malformed)?;
             let tag = unhex(tag).ok_or(Refusal::Malformed)?;
             if tool.contains('\n') {
@@ -313,6 +328,9 @@ pub mod proof {
             if now > expiry {
                 return Err(Refusal::Expired);
             }
+            if expiry > now.saturating_add(MAX_TTL + CLOCK_SKEW) {
+                return Err(Refusal::TooFarAhead);
+            }
             Ok(())
         }
     }
@@ -324,6 +342,7 @@ pub mod proof {
         Malformed,
         BadSignature,
         Expired,
+        TooFarAhead,
         NoKey,
     }
 
@@ -334,6 +353,7 @@ pub mod proof {
                 Refusal::Malformed => "malformed",
                 Refusal::BadSignature => "bad_signature",
                 Refusal::Expired => "expired",
+                Refusal::TooFarAhead => "expiry_beyond_any_lifetime",
                 Refusal::NoKey => "no_key_configured",
             }
         }
@@ -344,7 +364,7 @@ pub mod proof {
     }
 
     fn unhex(s: &str) -> Option<Vec<u8>> {
-        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if s.len() != 64 || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return None;
         }
         (0..s.len())
@@ -392,6 +412,36 @@ pub mod proof {
             for bad in ["", "v1", "v2.1000.00", "v1.x.00", "v1.1000.zz", "v1.1.2.3"] {
                 assert_eq!(k.verify(&alice, tool, bad, 0), Err(Refusal::Malformed));
             }
+            // One spelling: the same expiry and MAC written otherwise.
+            let tag = proof.rsplit('.').next().unwrap();
+            for respelled in [
+                format!("v1.+1000.{tag}"),
+                format!("v1.01000.{tag}"),
+                format!("v1.1000.{}", tag.to_uppercase()),
+            ] {
+                assert_eq!(
+                    k.verify(&alice, tool, &respelled, 1_000),
+                    Err(Refusal::Malformed),
+                    "{respelled}"
+                );
+            }
+        }
+
+        #[test]
+        fn a_proof_cannot_outlive_any_lifetime_the_interceptor_can_be_given() {
+            let k = key();
+            let alice = Principal::jwt("https://issuer.example", "alice").unwrap();
+            let tool = "mosaic-search-products___search_products";
+            let now = 1_000_000;
+            let longest = k.sign(&alice, tool, now + MAX_TTL + CLOCK_SKEW);
+            assert_eq!(k.verify(&alice, tool, &longest, now), Ok(()));
+            let beyond = k.sign(&alice, tool, now + MAX_TTL + CLOCK_SKEW + 1);
+            assert_eq!(
+                k.verify(&alice, tool, &beyond, now),
+                Err(Refusal::TooFarAhead)
+            );
+            // Valid once the clock catches up: the bound is relative.
+            assert_eq!(k.verify(&alice, tool, &beyond, now + 1), Ok(()));
         }
 
         #[test]

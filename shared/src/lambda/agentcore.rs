@@ -130,20 +130,24 @@ fn lookup<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
 
 impl Handler {
     /// The principal of an AgentCore call: the interceptor's principal with
-    /// its proof for this tool, or anonymous (where allowed) when the call
-    /// names none.
+    /// its proof for this tool; when the call names none, anonymous (where
+    /// allowed) only on a deployment without an interceptor (no proof key):
+    /// behind one, every tool call it let through carries a principal.
     fn agentcore_principal(
         &self,
         context: &AgentCoreContext,
         tool_name: &str,
         request_id: &str,
     ) -> Result<Principal, Error> {
-        let Some(claimed) = &context.principal else {
-            return self.anonymous();
-        };
         let refuse = |reason: &str| {
             tracing::warn!(request_id, reason, "AgentCore principal refused");
             unauthenticated()
+        };
+        let Some(claimed) = &context.principal else {
+            return match self.proof_key {
+                Some(_) => Err(refuse(proof::Refusal::Missing.as_str())),
+                None => self.anonymous(),
+            };
         };
         let principal = Principal::parse(claimed).map_err(|_| refuse("malformed_principal"))?;
         let key = self

@@ -22,8 +22,12 @@
 //! * **Direct invocation** — anything else (`sam local invoke`, `aws lambda
 //!   invoke` without a context): the function runs its own operation on the
 //!   event as flat arguments, as the anonymous principal when anonymous
-//!   calls are enabled, else `unauthenticated`. Nothing in a direct
-//!   invocation can name a principal.
+//!   calls are enabled, else `unauthenticated`. A client context a direct
+//!   invoker writes names no one without the interceptor's proof. An event
+//!   shaped like API Gateway's, though, is served as one: a function cannot
+//!   tell the HTTP API's invocation from another caller's with the same
+//!   payload, so `lambda:InvokeFunction` on the functions is the API
+//!   Gateway path's trust boundary (README, "Who may invoke").
 //!
 //! AgentCore and direct invocations answer with the operation's output
 //! object. Their errors are reported to the Runtime API as **function
