@@ -1509,20 +1509,7 @@ async fn a_trigram_step_checks_a_broad_price_filter_on_its_matches_and_intersect
         ),
     ] {
         let tx = rt.transaction().await.unwrap();
-        tx.execute(
-            "SELECT set_config('pg_trgm.word_similarity_threshold', '0.45', true)",
-            &[],
-        )
-        .await
-        .unwrap();
-        let elig = Eligibility::new(&filters);
-        let plan = texts(
-            &tx,
-            &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
-            &elig.params(&[&q, &budget, &q]),
-        )
-        .await
-        .join("\n");
+        let plan = trigram_floor_plan(&tx, &Eligibility::new(&filters), &q, budget).await;
         assert!(plan.contains("<%") || plan.contains("%>"), "{plan}");
         assert_eq!(
             plan.contains("projection_price_idx"),
@@ -1531,6 +1518,25 @@ async fn a_trigram_step_checks_a_broad_price_filter_on_its_matches_and_intersect
         );
         tx.rollback().await.unwrap();
     }
+}
+
+/// The plan of one trigram step for `q` at the 0.45 floor, in `tx`.
+async fn trigram_floor_plan(
+    tx: &tokio_postgres::Transaction<'_>,
+    elig: &Eligibility,
+    q: &str,
+    budget: i64,
+) -> String {
+    tx.execute(
+        "SELECT set_config('pg_trgm.word_similarity_threshold', '0.45', true)",
+        &[],
+    )
+    .await
+    .unwrap();
+    let sql = format!("EXPLAIN {}", arms::TRIGRAM_SQL);
+    texts(tx, &sql, &elig.params(&[&q, &budget, &q]))
+        .await
+        .join("\n")
 }
 
 #[tokio::test]
@@ -2666,20 +2672,8 @@ async fn an_overlong_word_is_read_in_part_by_the_trigram_arm_and_not_looked_up()
     assert!(cut && read.chars().count() == chars as usize);
     let mut c = db.runtime().await;
     let tx = c.transaction().await.unwrap();
-    tx.execute(
-        "SELECT set_config('pg_trgm.word_similarity_threshold', '0.45', true)",
-        &[],
-    )
-    .await
-    .unwrap();
-    let budget = profile.trigram_scan_budget;
-    let plan = texts(
-        &tx,
-        &format!("EXPLAIN {}", arms::TRIGRAM_SQL),
-        &Eligibility::new(&Filters::default()).params(&[&read, &budget, &read]),
-    )
-    .await
-    .join("\n");
+    let elig = Eligibility::new(&Filters::default());
+    let plan = trigram_floor_plan(&tx, &elig, &read, profile.trigram_scan_budget).await;
     assert!(
         plan.contains("Bitmap Index Scan") && !plan.contains("Seq Scan"),
         "{plan}"

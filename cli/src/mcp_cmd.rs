@@ -116,12 +116,8 @@ async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<()> {
     }
     // Host-header checks (DNS rebinding) stay on: loopback names and the
     // address bound.
-    let config = StreamableHttpServerConfig::default().with_allowed_hosts([
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-        bound.ip().to_string(),
-    ]);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(mosaic::server::machine_hosts(bound.ip()));
     let stop = config.cancellation_token.clone();
     let service: StreamableHttpService<McpServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);

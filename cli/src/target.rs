@@ -83,7 +83,7 @@ fn http(
     // call is anonymous, as `--principal anonymous` (the default) is
     // in-process.
     let mut req = ureq::request(method, &url);
-    if let Some(name) = principal.as_str().strip_prefix("local:") {
+    if let Some(name) = principal.local_name() {
         req = req.set(mosaic::principal::HEADER, name);
     }
     let resp = match body {

@@ -259,8 +259,7 @@ fn same(field: &str, value: &str, from_path: &str) -> bool {
     let uuid = |s: &str| uuid::Uuid::try_parse(s.trim()).ok();
     value == from_path
         || (field == "retrieval_scope_id"
-            && uuid(value).is_some()
-            && uuid(value) == uuid(from_path))
+            && matches!((uuid(value), uuid(from_path)), (Some(a), Some(b)) if a == b))
 }
 
 /// The body as a JSON object. An object that names a key twice is

@@ -188,12 +188,11 @@ impl Interceptor {
             Some(_) => {}
             None => return Err("the token has no exp"),
         }
-        match claims.get("nbf") {
-            None => {}
-            Some(nbf) => match nbf.as_u64() {
-                Some(nbf) if nbf <= now + proof::CLOCK_SKEW => {}
-                _ => return Err("the token is not valid yet"),
-            },
+        // Absent, or a time no later than the clock allows for.
+        if let Some(nbf) = claims.get("nbf") {
+            if nbf.as_u64().is_none_or(|nbf| nbf > now + proof::CLOCK_SKEW) {
+                return Err("the token is not valid yet");
+            }
         }
         Principal::jwt(iss, sub).map_err(|_| "the token's iss or sub is malformed")
     }

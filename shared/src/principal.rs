@@ -181,6 +181,11 @@ impl Principal {
         Err(Invalid(Part::Subject))
     }
 
+    /// The name of a `local:<name>` principal ([`local`](Self::local)).
+    pub fn local_name(&self) -> Option<&str> {
+        self.0.strip_prefix("local:")
+    }
+
     pub fn is_anonymous(&self) -> bool {
         self.0 == Self::ANONYMOUS
     }

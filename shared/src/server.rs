@@ -125,19 +125,24 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
     into_response(out)
 }
 
+/// The `Host` names of this machine for a server bound to `ip`: the
+/// loopback names and the address itself (`mosaic serve`, and `mosaic mcp
+/// --http` through its SDK's allowed hosts).
+pub fn machine_hosts(ip: std::net::IpAddr) -> Vec<String> {
+    ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .map(String::from)
+        .chain([ip.to_string()])
+        .collect()
+}
+
 /// The `Host` names a server listening on `bound` answers to: this
-/// machine's loopback names and the address itself; `None` (any) when it
-/// listens on an address other machines reach, where a name cannot be
-/// known in advance (`mosaic serve` warns of that address at start).
+/// machine's ([`machine_hosts`]); `None` (any) when it listens on an
+/// address other machines reach, where a name cannot be known in advance
+/// (`mosaic serve` warns of that address at start).
 fn allowed_hosts(bound: std::net::SocketAddr) -> Option<Vec<String>> {
     let ip = bound.ip();
-    ip.is_loopback().then(|| {
-        ["localhost", "127.0.0.1", "::1"]
-            .into_iter()
-            .map(String::from)
-            .chain([ip.to_string()])
-            .collect()
-    })
+    ip.is_loopback().then(|| machine_hosts(ip))
 }
 
 /// Whether the request's `Host` (if it sent one) is among `hosts`, its
@@ -243,14 +248,7 @@ mod tests {
     use super::*;
 
     fn with(values: &[&str]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for v in values {
-            h.append(
-                PRINCIPAL_HEADER,
-                HeaderValue::from_bytes(v.as_bytes()).unwrap(),
-            );
-        }
-        h
+        headers(HeaderName::from_static(PRINCIPAL_HEADER), values)
     }
 
     #[test]
