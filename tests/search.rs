@@ -2680,3 +2680,72 @@ async fn an_overlong_word_is_read_in_part_by_the_trigram_arm_and_not_looked_up()
     );
     tx.rollback().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_bound_the_query_states_puts_the_products_that_keep_it_first() {
+    let db = TestDb::with_sample("stated_bounds").await;
+    let body = json!({"query": "kettle under $30", "limit": 50, "include_diagnostics": true});
+    let prices =
+        |r: &SearchResponse| -> Vec<i64> { r.results.iter().map(|x| x.price_cents).collect() };
+    // The reverse reranker's order, so that the bound visibly reorders it.
+    let on = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Reverse));
+    let r = run(&on, body.clone()).await.unwrap();
+    let served = prices(&r);
+    let kept = served.iter().filter(|&&p| p <= 3000).count();
+    assert!(kept > 0 && kept < served.len(), "{served:?}");
+    assert!(served[..kept].iter().all(|&p| p <= 3000), "{served:?}");
+    // Within the products that keep it, the reranker's order stands.
+    let pre: Vec<i32> = r.results[..kept]
+        .iter()
+        .map(|x| x.signals.pre_rerank_rank)
+        .collect();
+    assert!(pre.windows(2).all(|w| w[0] > w[1]), "{pre:?}");
+    let u = r
+        .diagnostics
+        .as_ref()
+        .and_then(|d| d.query_understanding.as_ref())
+        .expect("understanding");
+    assert_eq!(u.bounds.len(), 1, "{:?}", u.bounds);
+    assert_eq!(
+        (u.bounds[0].text.as_str(), u.bounds[0].value),
+        ("under $30", 3000.0)
+    );
+    // The receipt records the bound.
+    let recorded: Value = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT query_understanding FROM receipts.search_events WHERE search_event_id = $1",
+            &[&r.search_event_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded["bounds"][0]["kind"], "price", "{recorded}");
+    assert_eq!(recorded["bounds"][0]["comparison"], "at_most", "{recorded}");
+    // Off, the reranker's order alone: a product over $30 comes before one
+    // that keeps the bound.
+    let off = RetrievalProfile {
+        rerank_stated_bounds: 0,
+        ..RetrievalProfile::default()
+    };
+    let off = ctx(&db, off).with_reranker(Arc::new(rerankers::Reverse));
+    let r = run(&off, body).await.unwrap();
+    let served = prices(&r);
+    assert!(
+        served
+            .iter()
+            .skip_while(|&&p| p <= 3000)
+            .any(|&p| p <= 3000),
+        "{served:?}"
+    );
+    assert!(
+        r.diagnostics
+            .unwrap()
+            .query_understanding
+            .unwrap()
+            .bounds
+            .is_empty(),
+        "off, no bound is read"
+    );
+}

@@ -24,6 +24,7 @@
 //! `rerank_stage` (6), `grant` (7), `persist` (8) and `respond`.
 
 pub mod arms;
+pub mod bounds;
 pub mod fusion;
 mod lanes;
 use crate::receipt::{self, EventRecord, ReplayOf};
@@ -538,6 +539,13 @@ async fn pipeline(
     // What the reranker scores against: the query without its negated
     // terms; none when the request or the variant turned the stage off.
     let rerank_query = positive.as_deref().filter(|_| req.rerank && variant.rerank);
+    if let (Some(q), Some(u), 1) = (
+        rerank_query,
+        trace.understanding.as_mut(),
+        ctx.profile.rerank_stated_bounds,
+    ) {
+        u.bounds = bounds::stated(q);
+    }
     let reads_catalog = reads_catalog(ctx, rerank_query, &found.members);
     // The arms' extra lanes commit while hydration reads (and ends the
     // search connection's transaction): both in the same round trip.
@@ -847,9 +855,43 @@ async fn rerank_with(
     for (i, s) in r.scores.iter().enumerate() {
         members[i].rerank_score = *s;
     }
+    let mut order = r.order;
+    if let Some(stated) = trace.understanding.as_ref().map(|u| &u.bounds) {
+        keep_bounds(&mut order, pinned.len(), stated, members, &pool.products);
+    }
     let mut slots: Vec<Option<Member>> = std::mem::take(members).into_iter().map(Some).collect();
-    *members = r.order.iter().filter_map(|&i| slots[i].take()).collect();
+    *members = order.iter().filter_map(|&i| slots[i].take()).collect();
     RerankStatus::Reranked
+}
+
+/// The pool order (`order`, pool indices) with the members that keep the
+/// query's stated bounds first ([`bounds::standing`]: fewer broken, then
+/// more kept), the given order standing within each; the first `pinned`
+/// (exact identifier matches) stay in front.
+fn keep_bounds(
+    order: &mut [usize],
+    pinned: usize,
+    stated: &[bounds::Bound],
+    members: &[Member],
+    products: &BTreeMap<String, ProductRow>,
+) {
+    if stated.is_empty() {
+        return;
+    }
+    let standing = |i: usize| {
+        let Some(p) = products.get(&members[i].product_id) else {
+            return (0, std::cmp::Reverse(0));
+        };
+        let facts = bounds::Facts {
+            price_cents: p.price_cents,
+            rating: p.rating.map(f64::from),
+            attributes: &p.attributes,
+        };
+        let (broken, kept) = bounds::standing(stated, &facts);
+        (broken, std::cmp::Reverse(kept))
+    };
+    let pinned = pinned.min(order.len());
+    order[pinned..].sort_by_key(|&i| standing(i));
 }
 
 /// Stage 7: the first `limit` are served, the first `authorized_limit`

@@ -25,6 +25,11 @@
 //!   `correction_min_similarity` similar; the edits are counted here
 //!   (insertions, deletions, substitutions and swaps of two neighbours).
 //!
+//! * **Bounds.** The numeric limits the query writes in words ("under
+//!   $50", "under 220 grams") are read by [`super::bounds`] and recorded
+//!   here; the rerank stage keeps them (`rerank_stated_bounds`). No arm
+//!   reads them.
+//!
 //! The corrected query is what the two text arms search for, so a misspelt
 //! word no longer sends the lexical arm to its back-off over thousands of
 //! matches, nor the trigram arm down its cascade. The semantic arm and the
@@ -106,6 +111,10 @@ pub struct Understanding {
     pub identifiers: Vec<String>,
     /// Query words not in the vocabulary and without a close neighbour.
     pub unknown: Vec<String>,
+    /// The numeric bounds the query states, which the rerank stage keeps
+    /// (`rerank_stated_bounds`; [`super::bounds`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<super::bounds::Bound>,
 }
 
 impl Understanding {
@@ -453,6 +462,7 @@ pub async fn understand<C: GenericClient>(
         corrections,
         identifiers,
         unknown,
+        bounds: Vec::new(),
     })
 }
 
