@@ -2749,3 +2749,45 @@ async fn a_bound_the_query_states_puts_the_products_that_keep_it_first() {
         "off, no bound is read"
     );
 }
+
+#[tokio::test]
+async fn a_stated_bound_holds_when_the_reranker_fails_and_one_no_product_keeps_changes_nothing() {
+    let db = TestDb::with_sample("stated_bounds_fallback").await;
+    let failing = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Failing));
+    let r = run(
+        &failing,
+        json!({"query": "kettle under $30", "limit": 50, "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        r.diagnostics.as_ref().unwrap().rerank_status,
+        RerankStatus::FallbackFused
+    );
+    let served: Vec<i64> = r.results.iter().map(|x| x.price_cents).collect();
+    let kept = served.iter().filter(|&&p| p <= 3000).count();
+    assert!(kept > 0 && kept < served.len(), "{served:?}");
+    assert!(served[..kept].iter().all(|&p| p <= 3000), "{served:?}");
+    // The bound reordered the fused order.
+    let pre: Vec<i32> = r
+        .results
+        .iter()
+        .map(|x| x.signals.pre_rerank_rank)
+        .collect();
+    assert!(pre.windows(2).any(|w| w[0] > w[1]), "{pre:?}");
+    // Under $1 no kettle is: the fused order stands.
+    let r = run(
+        &failing,
+        json!({"query": "kettle under $1", "limit": 50, "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let u = r.diagnostics.as_ref().unwrap().query_understanding.as_ref();
+    assert_eq!(u.unwrap().bounds.len(), 1);
+    let pre: Vec<i32> = r
+        .results
+        .iter()
+        .map(|x| x.signals.pre_rerank_rank)
+        .collect();
+    assert!(pre.windows(2).all(|w| w[0] < w[1]), "{pre:?}");
+}

@@ -2,35 +2,46 @@
 //! "under 220 grams", "rated 4.5 stars or higher"), read once and used by
 //! the rerank stage to put the pool members that keep them first.
 //!
-//! A bound is a comparison (at most, at least), a number and what it
-//! limits:
+//! A bound is a comparison (at most, at least; both inclusive), a number
+//! and what it limits:
 //!
-//! * **price**, when the number is written with a currency (`$120`, `fifty
-//!   dollars`, `80 usd`): the product's `price_cents`;
-//! * **rating**, for stars (`4 stars`) or a number after "rated" (`rated
-//!   4.5+`, `rated 4.5 or better`): the product's rating;
+//! * **price**, when the number is written with a currency (`$120`, `$ 120`,
+//!   `$1k`, `fifty dollars`, `80 usd`): the product's `price_cents` (the
+//!   bound's value is in cents). A range, "$50-$100", "$50 to $100",
+//!   "between $50 and $100", is two bounds;
+//! * **rating**, for stars (`4 stars`) or a bare number after "rated"
+//!   (`rated 4.5+`, `rated 4.5 or better`; not "rated 4k"): the product's
+//!   rating as it shows it, to two decimals;
 //! * **an attribute**, for a unit of mass, length, time, power or capacity
-//!   (`220 grams`, `1 kg`, `30 hours`, `8 mm`): every numeric attribute
+//!   (`220 grams`, `1 kg`, `30 hours`, `8 mm`): the numeric attributes
 //!   whose key ends in a unit of the same kind (`weight_g`, `battery_hours`,
-//!   `drop_mm`), the bound converted into the key's unit.
+//!   `drop_mm`), the bound converted into the key's unit ([`keeps`] says
+//!   which of them when a product has several).
 //!
-//! Only a number with both a comparison and a unit is a bound: "under 220
-//! grams" and "220 grams or less" are, "a 300-pound person" and "8-hour
-//! workdays" are not (nothing says which way they limit), nor is "under the
-//! stars". The words before the number that say "at most" are under,
-//! below, less than, lighter than, cheaper than, at most, up to, no more
-//! than, max, maximum and within; "at least" is over, above, more than, at
-//! least, min and minimum; after the number or its unit, "or less" and "or
-//! under" say at most, "or more", "or higher", "or better", "or above" and
-//! a `+` say at least.
+//! A bound needs a comparison and, but for "rated", a unit: "under 220
+//! grams" and "220 grams or less" are bounds, "a 300-pound person" and
+//! "8-hour workdays" are not (nothing says which way they limit), nor are
+//! "under the stars" or "under 200". The words before the number that say
+//! "at most" are under, below, beneath, less than (lighter, cheaper, fewer,
+//! smaller, shorter than), at most, max and maximum, and for a price also
+//! up to and within (of a battery, "up to 40 hours" is what it lasts at
+//! best); "at least" is over, above, more than (heavier, longer, bigger,
+//! larger, greater than), at least, min and minimum. "Max" or "Min" with a
+//! capital is a name ("AirPods Max"). After "no", "not" or "nothing" the
+//! comparison turns round ("no more than $50" is at most $50). After the
+//! number or its unit, "or less" and "or under" say at most; "or more", "or
+//! higher", "or better", "or above", "and up" and a `+` say at least. A
+//! query yields at most [`MAX_BOUNDS`], each once.
 //!
-//! What the rerank stage does with them (`search::rerank_with`): a member
-//! that breaks fewer of the bounds comes first, then one that keeps more of
-//! them; within that, the reranker's order stands. A member without the
-//! field a bound reads (no weight attribute) neither keeps nor breaks it,
-//! and when no member has it the bound changes nothing. The bounds are soft:
-//! a member that breaks one stays in the pool, behind the ones that do not;
-//! a hard limit is a filter. Nothing here has a weight to choose.
+//! What the rerank stage does with them (`search::keep_bounds`): a bound no
+//! pool member keeps is set aside (it would only put the members that lack
+//! the field first); then a member that breaks fewer of the bounds comes
+//! first, and among those one that keeps more of them, so a member without
+//! the field a bound reads comes after those that keep it and before those
+//! that break it; within that, the order the stage had (the reranker's, or
+//! the fused order when the reranker failed or none is configured) stands.
+//! The bounds are soft: nothing leaves the pool; a hard limit is a filter.
+//! Nothing here has a weight to choose.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -182,7 +193,7 @@ const STAR_WORDS: &[&str] = &["star", "stars"];
 /// Words before a number that make it an upper bound ("less than" is
 /// matched as "than" after "less": see [`comparison_before`]).
 const AT_MOST_BEFORE: &[&str] = &[
-    "under", "below", "max", "maximum", "within", "beneath", "<", "<=", "≤",
+    "under", "below", "max", "maximum", "beneath", "<", "<=", "≤",
 ];
 const AT_LEAST_BEFORE: &[&str] = &[">", ">=", "≥", "over", "above", "min", "minimum"];
 /// Words before "than" (or after "at", "up", "no more"): "less than",
@@ -321,106 +332,218 @@ fn unit_of(word: &str) -> Option<&'static Unit> {
     UNITS.iter().find(|u| u.words.contains(&word))
 }
 
+/// What a unit word after a number limits: the price ("dollars"), the
+/// rating ("stars") or an attribute ("grams").
+fn limited_by(word: &str) -> Option<Limited> {
+    if CURRENCY_WORDS.contains(&word) {
+        Some(Limited::Price)
+    } else if STAR_WORDS.contains(&word) {
+        Some(Limited::Rating)
+    } else {
+        unit_of(word).map(|unit| Limited::Attribute {
+            quantity: unit.quantity,
+            unit: unit.words[0].to_string(),
+        })
+    }
+}
+
+impl Comparison {
+    fn flipped(self) -> Self {
+        match self {
+            Comparison::AtMost => Comparison::AtLeast,
+            Comparison::AtLeast => Comparison::AtMost,
+        }
+    }
+}
+
 /// The comparison the words just before the number at `i` make, skipping
-/// one article ("at least a five-year"): "under", "less than", "at most",
-/// "up to", "no more than"; with the position of its first word.
-fn comparison_before(tokens: &[Token<'_>], i: usize) -> Option<(Comparison, usize)> {
+/// one article or a detached `$` ("at least a five-year", "under $ 50"),
+/// with the position of its first word: "under", "less than", "at most",
+/// "at least"; "up to" and "within" for a price only (of a battery, "up
+/// to 40 hours" is what it lasts at best, not a limit); "Max" or "Min"
+/// written with a capital is a name ("AirPods Max 20 hours"), not a
+/// comparison. After "no", "not" or "nothing" the comparison turns round:
+/// "no more than $50", "nothing over $50" are at most $50.
+fn comparison_before(tokens: &[Token<'_>], i: usize, price: bool) -> Option<(Comparison, usize)> {
     let mut j = i;
     if j > 0 && matches!(tokens[j - 1].word.as_str(), "a" | "an" | "$") {
         j -= 1;
     }
-    let w = |k: usize| (k < j).then(|| tokens[j - 1 - k].word.as_str());
-    let (one, two) = (Some(j.checked_sub(1)?), j.checked_sub(2));
-    let (comparison, start) = match (w(1), w(0)?) {
-        (_, x) if AT_MOST_BEFORE.contains(&x) => (Comparison::AtMost, one),
-        (_, x) if AT_LEAST_BEFORE.contains(&x) => (Comparison::AtLeast, one),
-        (Some(x), "than") if AT_MOST_THAN.contains(&x) => (Comparison::AtMost, two),
-        (Some(x), "than") if AT_LEAST_THAN.contains(&x) => (Comparison::AtLeast, two),
-        (Some("at"), "most") | (Some("up"), "to") => (Comparison::AtMost, two),
-        (Some("at"), "least") => (Comparison::AtLeast, two),
+    let last = tokens.get(j.checked_sub(1)?)?;
+    let prev = j.checked_sub(2).map(|k| tokens[k].word.as_str());
+    let named = last.written.starts_with(char::is_uppercase);
+    let (comparison, start) = match (prev, last.word.as_str()) {
+        (_, "max" | "maximum" | "min" | "minimum") if named => return None,
+        (_, x) if AT_MOST_BEFORE.contains(&x) => (Comparison::AtMost, j - 1),
+        (_, "within") if price => (Comparison::AtMost, j - 1),
+        (_, x) if AT_LEAST_BEFORE.contains(&x) => (Comparison::AtLeast, j - 1),
+        (Some(x), "than") if AT_MOST_THAN.contains(&x) => (Comparison::AtMost, j - 2),
+        (Some(x), "than") if AT_LEAST_THAN.contains(&x) => (Comparison::AtLeast, j - 2),
+        (Some("at"), "most") => (Comparison::AtMost, j - 2),
+        (Some("up"), "to") if price => (Comparison::AtMost, j - 2),
+        (Some("at"), "least") => (Comparison::AtLeast, j - 2),
         _ => return None,
     };
-    Some((comparison, start?))
+    match start.checked_sub(1).map(|k| tokens[k].word.as_str()) {
+        Some("no" | "not" | "nothing") => Some((comparison.flipped(), start - 1)),
+        _ => Some((comparison, start)),
+    }
 }
 
 /// The comparison the words after position `i` make: "or less", "or
-/// under", "or more", "or higher", "or better", "or above".
+/// under", "or more", "or higher", "or better", "or above", "and up", "&
+/// up".
 fn comparison_after(tokens: &[Token<'_>], i: usize) -> Option<Comparison> {
     let (or, what) = (tokens.get(i)?, tokens.get(i + 1)?);
-    if or.word != "or" {
-        return None;
-    }
-    match what.word.as_str() {
-        "less" | "under" | "lower" | "below" | "fewer" | "cheaper" | "lighter" => {
+    match (or.word.as_str(), what.word.as_str()) {
+        ("or", "less" | "under" | "lower" | "below" | "fewer" | "cheaper" | "lighter") => {
             Some(Comparison::AtMost)
         }
-        "more" | "higher" | "better" | "above" | "over" | "greater" => Some(Comparison::AtLeast),
+        ("or", "more" | "higher" | "better" | "above" | "over" | "greater")
+        | ("and" | "&", "up") => Some(Comparison::AtLeast),
         _ => None,
     }
 }
 
-/// The bounds `query` states, in query order (see the module documentation).
+/// A price written as a number: `$120`, `$1,299.99`, `$1k`; `None` for a
+/// number with another unit on it.
+fn dollars(word: &str) -> Option<f64> {
+    let n = number(word)?;
+    match n.unit.as_deref() {
+        None => Some(n.value),
+        Some("k") => Some(n.value * 1000.0),
+        Some(_) => None,
+    }
+}
+
+/// A price range starting at `i`: "$50-$100", "$50-100", "$50 to $100",
+/// "between $50 and $100", "between 50 and 100 dollars": its two ends in
+/// dollars and the position after it.
+fn price_range(tokens: &[Token<'_>], i: usize) -> Option<(f64, f64, usize)> {
+    let word = |k: usize| tokens.get(k).map(|t| t.word.as_str());
+    let currency_after = |k: usize| word(k).is_some_and(|w| CURRENCY_WORDS.contains(&w));
+    let first = word(i)?;
+    let (lo, hi, end) = if first == "between" {
+        let (a, and, b) = (word(i + 1)?, word(i + 2)?, word(i + 3)?);
+        if !matches!(and, "and" | "&") {
+            return None;
+        }
+        let marked = a.starts_with('$') || b.starts_with('$') || currency_after(i + 4);
+        if !marked {
+            return None;
+        }
+        let end = i + 4 + usize::from(currency_after(i + 4));
+        let strip = |w: &str| {
+            w.strip_prefix('$')
+                .map(str::to_string)
+                .unwrap_or(w.to_string())
+        };
+        (dollars(&strip(a))?, dollars(&strip(b))?, end)
+    } else {
+        let rest = first.strip_prefix('$')?;
+        if let Some((a, b)) = rest.split_once('-') {
+            (
+                dollars(a)?,
+                dollars(b.strip_prefix('$').unwrap_or(b))?,
+                i + 1,
+            )
+        } else if word(i + 1) == Some("to") {
+            let b = word(i + 2)?;
+            (
+                dollars(rest)?,
+                dollars(b.strip_prefix('$').unwrap_or(b))?,
+                i + 3,
+            )
+        } else {
+            return None;
+        }
+    };
+    (lo <= hi).then_some((lo, hi, end))
+}
+
+/// The most bounds read from one query: a query is a few sentences, and
+/// each bound is checked against every pool member.
+pub const MAX_BOUNDS: usize = 8;
+
+/// The bounds `query` states, in query order, each once, at most
+/// [`MAX_BOUNDS`] (see the module documentation).
 pub fn stated(query: &str) -> Vec<Bound> {
     let tokens = tokens(query);
-    let mut out = Vec::new();
+    let text = |from: usize, to: usize| {
+        tokens[from..to]
+            .iter()
+            .map(|t| t.written)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out: Vec<Bound> = Vec::new();
+    let mut push = |b: Bound| {
+        let same =
+            |o: &Bound| o.comparison == b.comparison && o.value == b.value && o.limits == b.limits;
+        if out.len() < MAX_BOUNDS && !out.iter().any(same) {
+            out.push(b);
+        }
+    };
     let mut i = 0;
     while i < tokens.len() {
+        if let Some((lo, hi, end)) = price_range(&tokens, i) {
+            for (comparison, value) in [(Comparison::AtLeast, lo), (Comparison::AtMost, hi)] {
+                push(Bound {
+                    text: text(i, end),
+                    comparison,
+                    value: (value * 100.0).round(),
+                    limits: Limited::Price,
+                });
+            }
+            i = end;
+            continue;
+        }
         let Some(n) = number(&tokens[i].word) else {
             i += 1;
             continue;
         };
-        // The unit: on the number ("200g", "$120"), or the next word.
+        let detached = i > 0 && tokens[i - 1].word == "$";
         let mut end = i + 1;
-        let unit_word = match &n.unit {
-            Some(u) => Some(u.clone()),
-            None => tokens.get(i + 1).map(|t| t.word.clone()),
-        };
-        let limits = if n.currency {
-            Some(Limited::Price)
-        } else if let Some(u) = unit_word.as_deref() {
-            let on_number = n.unit.is_some();
-            let found = if CURRENCY_WORDS.contains(&u) {
-                Some(Limited::Price)
-            } else if STAR_WORDS.contains(&u) {
-                Some(Limited::Rating)
-            } else {
-                unit_of(u).map(|unit| Limited::Attribute {
-                    quantity: unit.quantity,
-                    unit: unit.words[0].to_string(),
-                })
-            };
-            if found.is_some() && !on_number {
-                end = i + 2;
-            }
-            found
+        let (limits, value) = if n.currency || detached {
+            let value = dollars(&tokens[i].word);
+            (value.map(|_| Limited::Price), value.unwrap_or(n.value))
         } else {
-            None
+            let found = match &n.unit {
+                Some(u) => limited_by(u),
+                None => {
+                    let next = tokens.get(i + 1).and_then(|t| limited_by(&t.word));
+                    if next.is_some() {
+                        end = i + 2;
+                    }
+                    next
+                }
+            };
+            (found, n.value)
         };
-        let rated = i > 0 && tokens[i - 1].word == "rated";
-        let limits = match (limits, rated) {
-            (Some(l), _) => Some(l),
-            (None, true) => Some(Limited::Rating),
-            (None, false) => None,
-        };
-        let before = comparison_before(&tokens, i);
+        // A bare number after "rated" is a rating ("rated 4.5", "rated
+        // 4.5+"); "rated 4k" is not.
+        let rated = i > 0 && tokens[i - 1].word == "rated" && n.unit.is_none();
+        let limits = limits.or_else(|| rated.then_some(Limited::Rating));
+        let price = limits == Some(Limited::Price);
+        let before = comparison_before(&tokens, i, price);
+        let after = comparison_after(&tokens, end);
         let comparison = before
             .map(|(c, _)| c)
             .or_else(|| n.plus.then_some(Comparison::AtLeast))
-            .or_else(|| comparison_after(&tokens, end))
+            .or(after)
             .or_else(|| rated.then_some(Comparison::AtLeast));
         if let (Some(limits), Some(comparison)) = (limits, comparison) {
-            let mut value = n.value;
-            if limits == Limited::Price {
-                value = (value * 100.0).round();
-            }
-            let start = before.map_or(i, |(_, start)| start);
-            let text = tokens[start..end]
-                .iter()
-                .map(|t| t.written)
-                .collect::<Vec<_>>()
-                .join(" ");
-            out.push(Bound {
-                text,
+            let value = match limits {
+                Limited::Price => (value * 100.0).round(),
+                _ => value,
+            };
+            let start = before.map_or(i.saturating_sub(usize::from(rated || detached)), |(_, s)| s);
+            let stop = match (before, n.plus, after) {
+                (None, false, Some(_)) => end + 2,
+                _ => end,
+            };
+            push(Bound {
+                text: text(start, stop),
                 comparison,
                 value,
                 limits,
@@ -431,16 +554,32 @@ pub fn stated(query: &str) -> Vec<Bound> {
     out
 }
 
+/// The query's words that may name an attribute ("lightweight", "battery"):
+/// letters only, three or more, lower case.
+pub fn words(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// What a product holds that a bound may read.
 pub struct Facts<'a> {
     pub price_cents: i64,
+    /// The rating as the product shows it (two decimals).
     pub rating: Option<f64>,
     pub attributes: &'a Map<String, Value>,
 }
 
 /// Whether the product keeps the bound: `None` when it holds nothing the
-/// bound reads.
-pub fn keeps(bound: &Bound, facts: &Facts<'_>) -> Option<bool> {
+/// bound reads. An attribute bound reads the numeric attributes whose key
+/// ends in a unit of its kind: those whose name the query's `words` hold
+/// ("lightweight" holds the `weight` of `weight_g`, "battery" names
+/// `battery_hours`), else the one such attribute the product has; with
+/// several and none named, which one the bound means is unknown (`None`).
+/// A product keeps it when one of the attributes read does.
+pub fn keeps(bound: &Bound, facts: &Facts<'_>, words: &[String]) -> Option<bool> {
     let holds = |x: f64, limit: f64| match bound.comparison {
         Comparison::AtMost => x <= limit,
         Comparison::AtLeast => x >= limit,
@@ -450,39 +589,59 @@ pub fn keeps(bound: &Bound, facts: &Facts<'_>) -> Option<bool> {
         Limited::Rating => facts.rating.map(|r| holds(r, bound.value)),
         Limited::Attribute { quantity, unit } => {
             let from = UNITS.iter().find(|u| u.words[0] == unit)?;
-            let mut verdict = None;
-            for (key, v) in facts.attributes {
-                let Some(x) = v.as_f64() else { continue };
-                let Some(to) = key_unit(key).filter(|u| u.quantity == *quantity) else {
-                    continue;
-                };
-                let limit = bound.value * from.base / to.base;
-                // Kept by any attribute of the kind: "under 220 grams" asks
-                // for the product's weight, whichever key holds it.
-                let kept = holds(x, limit);
-                verdict = Some(verdict.unwrap_or(false) || kept);
-            }
-            verdict
+            let of_kind: Vec<(&str, f64, &Unit)> = facts
+                .attributes
+                .iter()
+                .filter_map(|(key, v)| {
+                    let to = key_unit(key).filter(|u| u.quantity == *quantity)?;
+                    Some((key.as_str(), v.as_f64()?, to))
+                })
+                .collect();
+            let named: Vec<&(&str, f64, &Unit)> = of_kind
+                .iter()
+                .filter(|(k, _, _)| named_by(k, words))
+                .collect();
+            let read: Vec<&(&str, f64, &Unit)> = match (named.is_empty(), of_kind.len()) {
+                (false, _) => named,
+                (true, 1) => of_kind.iter().collect(),
+                (true, _) => return None,
+            };
+            Some(
+                read.iter()
+                    .any(|(_, x, to)| holds(*x, bound.value * from.base / to.base)),
+            )
         }
     }
 }
 
+/// Whether the query's words name an attribute key: a part of its name
+/// before the unit ("weight" of `weight_g`, "battery" of `battery_hours`),
+/// three letters or more, is in one of them.
+fn named_by(key: &str, words: &[String]) -> bool {
+    let key = key.to_lowercase();
+    let mut parts: Vec<&str> = key.split(['_', '-']).collect();
+    parts.pop();
+    parts
+        .iter()
+        .filter(|p| p.chars().count() >= 3)
+        .any(|p| words.iter().any(|w| w.contains(p)))
+}
+
 /// The unit an attribute key ends in (`weight_g` → grams), if any.
 fn key_unit(key: &str) -> Option<&'static Unit> {
-    let last = key.rsplit(['_', '-']).next()?.to_lowercase();
-    if last.len() == key.len() {
-        return None;
-    }
-    UNITS.iter().find(|u| u.suffixes.contains(&last.as_str()))
+    let (_, last) = key.rsplit_once(['_', '-'])?;
+    UNITS
+        .iter()
+        .find(|u| u.suffixes.iter().any(|s| s.eq_ignore_ascii_case(last)))
 }
 
 /// How a product stands against the bounds: how many it breaks and how
 /// many it keeps. Ordering by (breaks ascending, keeps descending) puts
 /// the products that keep them first.
-pub fn standing(bounds: &[Bound], facts: &Facts<'_>) -> (usize, usize) {
+pub fn standing(bounds: &[Bound], facts: &Facts<'_>, words: &[String]) -> (usize, usize) {
     let (mut broken, mut kept) = (0, 0);
     for b in bounds {
-        match keeps(b, facts) {
+        match keeps(b, facts, words) {
             Some(true) => kept += 1,
             Some(false) => broken += 1,
             None => {}
@@ -568,6 +727,67 @@ mod tests {
     }
 
     #[test]
+    fn comparisons_turn_round_after_no_and_some_are_for_prices_only() {
+        let b = one("no more than $50");
+        assert_eq!(
+            (b.comparison, b.text.as_str()),
+            (Comparison::AtMost, "no more than $50")
+        );
+        assert_eq!(one("nothing over $50").comparison, Comparison::AtMost);
+        assert_eq!(one("no heavier than 250 g").comparison, Comparison::AtMost);
+        assert_eq!(one("not under 4 stars").comparison, Comparison::AtLeast);
+        assert_eq!(one("up to $80").comparison, Comparison::AtMost);
+        assert_eq!(one("within $80").comparison, Comparison::AtMost);
+        for q in [
+            "up to 40 hours battery",
+            "ships within 2 days",
+            "AirPods Max 20 hours",
+            "top rated 4k tv",
+            "kids 5 and up",
+            "usb-c charger 65w",
+            "100% cotton",
+            "over-ear headphones",
+        ] {
+            assert!(stated(q).is_empty(), "{q}: {:?}", stated(q));
+        }
+        assert_eq!(one("max 200g").value, 200.0);
+        assert_eq!(one("4 stars & up").comparison, Comparison::AtLeast);
+    }
+
+    #[test]
+    fn prices_in_other_spellings_and_ranges() {
+        assert_eq!(one("less than $ 50").value, 5000.0);
+        assert_eq!(one("a laptop under $1k").value, 100000.0);
+        assert_eq!(one("2-in-1 laptop under $1,000").value, 100000.0);
+        assert_eq!(one("size 10 shoes under $100").value, 10000.0);
+        for q in [
+            "$50-$100",
+            "$50-100",
+            "$50 to $100",
+            "between $50 and $100",
+            "between 50 and 100 dollars",
+        ] {
+            let b = stated(q);
+            assert_eq!(b.len(), 2, "{q}: {b:?}");
+            assert_eq!(
+                (b[0].comparison, b[0].value),
+                (Comparison::AtLeast, 5000.0),
+                "{q}"
+            );
+            assert_eq!(
+                (b[1].comparison, b[1].value),
+                (Comparison::AtMost, 10000.0),
+                "{q}"
+            );
+        }
+        assert!(stated("between 50 and 100").is_empty());
+        // Each once, and no more than MAX_BOUNDS from a long query.
+        assert_eq!(stated("under $50 under $50").len(), 1);
+        let long: String = (0..250).map(|i| format!("< {i}g ")).collect();
+        assert_eq!(stated(&long).len(), MAX_BOUNDS);
+    }
+
+    #[test]
     fn a_product_keeps_breaks_or_cannot_tell() {
         let attrs = json!({"weight_g": 245, "battery_hours": 30, "colour": "red"});
         let attrs = attrs.as_object().unwrap();
@@ -576,24 +796,44 @@ mod tests {
             rating: Some(4.6),
             attributes: attrs,
         };
-        assert_eq!(keeps(&one("under 220 grams"), &facts), Some(false));
-        assert_eq!(keeps(&one("under 1 kg"), &facts), Some(true));
-        assert_eq!(keeps(&one("under 9 oz"), &facts), Some(true)); // 255 g
-        assert_eq!(keeps(&one("under $50"), &facts), Some(true));
-        assert_eq!(keeps(&one("over $50"), &facts), Some(false));
-        assert_eq!(keeps(&one("rated 4.5 or better"), &facts), Some(true));
-        assert_eq!(
-            keeps(&one("at least 2 days of battery"), &facts),
-            Some(false)
-        );
-        assert_eq!(keeps(&one("at least 1 day of battery"), &facts), Some(true));
-        assert_eq!(keeps(&one("under 8 mm"), &facts), None);
-        let bounds = stated("under 220 grams, under $50, under 8 mm");
-        assert_eq!(standing(&bounds, &facts), (1, 1));
+        let keeps = |q: &str, f: &Facts<'_>| keeps(&one(q), f, &words(q));
+        assert_eq!(keeps("under 220 grams", &facts), Some(false));
+        assert_eq!(keeps("under 1 kg", &facts), Some(true));
+        assert_eq!(keeps("under 9 oz", &facts), Some(true)); // 255 g
+        assert_eq!(keeps("under $50", &facts), Some(true));
+        assert_eq!(keeps("over $50", &facts), Some(false));
+        assert_eq!(keeps("rated 4.6 or better", &facts), Some(true));
+        assert_eq!(keeps("at least 2 days of battery", &facts), Some(false));
+        assert_eq!(keeps("at least 1 day of battery", &facts), Some(true));
+        assert_eq!(keeps("under 8 mm", &facts), None);
+        let q = "under 220 grams, under $50, under 8 mm";
+        assert_eq!(standing(&stated(q), &facts, &words(q)), (1, 1));
         let unrated = Facts {
             rating: None,
             ..facts
         };
-        assert_eq!(keeps(&one("rated 4.5+"), &unrated), None);
+        assert_eq!(keeps("rated 4.5+", &unrated), None);
+        // Several attributes of one kind: the one the query names, else
+        // none can be told.
+        let desk = json!({"width_cm": 140, "depth_cm": 60});
+        let desk = Facts {
+            price_cents: 0,
+            rating: None,
+            attributes: desk.as_object().unwrap(),
+        };
+        assert_eq!(keeps("a desk under 120 cm", &desk), None);
+        assert_eq!(
+            keeps("a desk with a width under 120 cm", &desk),
+            Some(false)
+        );
+        assert_eq!(keeps("a desk with a width under 150 cm", &desk), Some(true));
+        let q = "lightweight headphones under 220 grams";
+        let light = json!({"weight_g": 200, "max_load_kg": 100});
+        let light = Facts {
+            price_cents: 0,
+            rating: None,
+            attributes: light.as_object().unwrap(),
+        };
+        assert_eq!(keeps(q, &light), Some(true));
     }
 }

@@ -779,7 +779,9 @@ async fn hydrate(
 
 /// Stage 6: the rerank under its deadline. `query` is what the reranker
 /// scores against, `None` when the request or the variant turned the stage
-/// off; on failure or past the deadline the fused order stands.
+/// off; on failure or past the deadline the fused order stands. Then the
+/// members that keep the query's stated bounds go first ([`keep_bounds`]),
+/// whether the reranker answered or not.
 async fn rerank_stage(
     ctx: &Ctx,
     query: Option<&str>,
@@ -802,6 +804,9 @@ async fn rerank_stage(
             rerank_with(&ctx.profile, reranker.as_ref(), q, pool, trace).await
         }
     };
+    if let (Some(q), Some(u), false) = (query, trace.understanding.as_ref(), metadata_only) {
+        keep_bounds(q, &u.bounds, &mut pool.members, &pool.products);
+    }
     trace.timings.insert("rerank", arms::ms_since(t));
     status
 }
@@ -855,43 +860,50 @@ async fn rerank_with(
     for (i, s) in r.scores.iter().enumerate() {
         members[i].rerank_score = *s;
     }
-    let mut order = r.order;
-    if let Some(stated) = trace.understanding.as_ref().map(|u| &u.bounds) {
-        keep_bounds(&mut order, pinned.len(), stated, members, &pool.products);
-    }
     let mut slots: Vec<Option<Member>> = std::mem::take(members).into_iter().map(Some).collect();
-    *members = order.iter().filter_map(|&i| slots[i].take()).collect();
+    *members = r.order.iter().filter_map(|&i| slots[i].take()).collect();
     RerankStatus::Reranked
 }
 
-/// The pool order (`order`, pool indices) with the members that keep the
-/// query's stated bounds first ([`bounds::standing`]: fewer broken, then
-/// more kept), the given order standing within each; the first `pinned`
-/// (exact identifier matches) stay in front.
+/// The pool with the members that keep the query's stated bounds first
+/// ([`bounds::standing`]: fewer broken, then more kept), the order it had
+/// standing within each and exact identifier matches in front. A bound no
+/// member keeps is set aside: it would only put the members that lack its
+/// field first.
 fn keep_bounds(
-    order: &mut [usize],
-    pinned: usize,
+    query: &str,
     stated: &[bounds::Bound],
-    members: &[Member],
+    members: &mut [Member],
     products: &BTreeMap<String, ProductRow>,
 ) {
     if stated.is_empty() {
         return;
     }
-    let standing = |i: usize| {
-        let Some(p) = products.get(&members[i].product_id) else {
-            return (0, std::cmp::Reverse(0));
-        };
-        let facts = bounds::Facts {
+    let words = bounds::words(query);
+    let facts = |m: &Member| {
+        products.get(&m.product_id).map(|p| bounds::Facts {
             price_cents: p.price_cents,
-            rating: p.rating.map(f64::from),
+            rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
             attributes: &p.attributes,
-        };
-        let (broken, kept) = bounds::standing(stated, &facts);
-        (broken, std::cmp::Reverse(kept))
+        })
     };
-    let pinned = pinned.min(order.len());
-    order[pinned..].sort_by_key(|&i| standing(i));
+    let kept: Vec<bounds::Bound> = stated
+        .iter()
+        .filter(|b| {
+            members
+                .iter()
+                .filter_map(facts)
+                .any(|f| bounds::keeps(b, &f, &words) == Some(true))
+        })
+        .cloned()
+        .collect();
+    if kept.is_empty() {
+        return;
+    }
+    members.sort_by_cached_key(|m| {
+        let (broken, held) = facts(m).map_or((0, 0), |f| bounds::standing(&kept, &f, &words));
+        (!m.exact_match, broken, std::cmp::Reverse(held))
+    });
 }
 
 /// Stage 7: the first `limit` are served, the first `authorized_limit`
