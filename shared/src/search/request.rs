@@ -412,9 +412,27 @@ fn query(v: &Value, profile: &RetrievalProfile) -> Result<(Option<String>, Optio
     Ok((query, normalized_query))
 }
 
-/// Collapses whitespace; case and punctuation are left to each arm.
+/// Whether `c` is invisible and means nothing to a match: the zero-width
+/// space, non-joiner and joiner, the word joiner, the byte-order mark, the
+/// soft hyphen, and the bidirectional formatting characters. Text pasted
+/// from a web page or a document carries them unseen.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}'
+    ) || is_bidi_control(c)
+}
+
+/// Drops the invisible characters ([`is_invisible`]: "blue\u{200B}tooth"
+/// is "bluetooth") and collapses whitespace; case and punctuation are left
+/// to each arm. A query of invisible characters alone normalises to
+/// nothing, as one of spaces does.
 pub fn normalize_query(q: &str) -> String {
-    q.split_whitespace().collect::<Vec<_>>().join(" ")
+    q.split_whitespace()
+        .map(|w| w.chars().filter(|&c| !is_invisible(c)).collect::<String>())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -466,6 +484,17 @@ mod tests {
         // In prose, tab and line breaks are whitespace.
         let r = parse(json!({"query": "a\tb\r\nc"})).unwrap();
         assert_eq!(r.normalized_query.as_deref(), Some("a b c"));
+        // Invisible characters are dropped: a query of them alone is no
+        // query, as one of spaces is (a 400 without a filter, a
+        // filters-only search with one).
+        let r = parse(json!({"query": "blue\u{200B}tooth \u{202E}\u{FEFF} head\u{00AD}phones"}))
+            .unwrap();
+        assert_eq!(r.normalized_query.as_deref(), Some("bluetooth headphones"));
+        for q in ["\u{200B}", "\u{200B} \u{2060}\u{200D}", "   "] {
+            assert_eq!(field(json!({ "query": q })), "query", "{q:?}");
+            let r = parse(json!({"query": q, "filters": {"domain": "office"}})).unwrap();
+            assert_eq!(r.normalized_query, None, "{q:?}");
+        }
         assert!(check_text("x", "mañana 漢字 🙂", TextKind::Token).is_ok());
     }
 
