@@ -2723,6 +2723,32 @@ async fn a_bound_the_query_states_puts_the_products_that_keep_it_first() {
         .get(0);
     assert_eq!(recorded["bounds"][0]["kind"], "price", "{recorded}");
     assert_eq!(recorded["bounds"][0]["comparison"], "at_most", "{recorded}");
+    // And each pool member's standing, as the response's signals say.
+    let rows = db
+        .owner()
+        .await
+        .query(
+            "SELECT c.product_id, c.bounds_broken, c.bounds_kept, p.price_cents
+             FROM receipts.search_candidates c JOIN catalog.products p USING (product_id)
+             WHERE c.search_event_id = $1",
+            &[&r.search_event_id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), r.results.len());
+    for row in &rows {
+        let (broken, kept, price): (Option<i16>, Option<i16>, i64) =
+            (row.get(1), row.get(2), row.get(3));
+        let expected = if price <= 3000 { (0, 1) } else { (1, 0) };
+        assert_eq!(
+            (broken, kept),
+            (Some(expected.0), Some(expected.1)),
+            "{}",
+            row.get::<_, String>(0)
+        );
+    }
+    let standing = r.results[0].signals.bounds.expect("the served standing");
+    assert_eq!((standing.broken, standing.kept), (0, 1));
     // Off, the reranker's order alone: a product over $30 comes before one
     // that keeps the bound.
     let off = RetrievalProfile {
@@ -2784,6 +2810,8 @@ async fn a_stated_bound_holds_when_the_reranker_fails_and_one_no_product_keeps_c
     .unwrap();
     let u = r.diagnostics.as_ref().unwrap().query_understanding.as_ref();
     assert_eq!(u.unwrap().bounds.len(), 1);
+    assert!(u.unwrap().bounds[0].set_aside, "no kettle keeps it");
+    assert!(r.results.iter().all(|x| x.signals.bounds.is_none()));
     let pre: Vec<i32> = r
         .results
         .iter()

@@ -66,6 +66,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(18, "0018_text_indexes_with_taxonomy.sql"),
     migration!(19, "0019_category_price_probe.sql"),
     migration!(20, "0020_trigram_selectivity.sql"),
+    migration!(21, "0021_candidate_bounds.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

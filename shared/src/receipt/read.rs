@@ -183,6 +183,10 @@ pub struct ReceiptSignals {
     pub semantic: Option<SignalOut>,
     pub rrf_score: Option<f64>,
     pub rerank_score: Option<f64>,
+    /// How many of the query's stated bounds it broke and kept, when they
+    /// ordered the pool (absent in receipts from before they were kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<crate::search::bounds::Standing>,
 }
 
 impl ReceiptSignals {
@@ -199,6 +203,13 @@ impl ReceiptSignals {
             semantic: arm("semantic"),
             rrf_score: row.get("rrf_score"),
             rerank_score: row.get("rerank_score"),
+            bounds: row
+                .get::<_, Option<i16>>("bounds_broken")
+                .zip(row.get::<_, Option<i16>>("bounds_kept"))
+                .map(|(broken, kept)| crate::search::bounds::Standing {
+                    broken: broken.max(0) as u16,
+                    kept: kept.max(0) as u16,
+                }),
         }
     }
 }

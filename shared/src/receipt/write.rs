@@ -155,14 +155,23 @@ async fn write_pool(
     let (lexical_score, trigram_score, semantic_score) = (score(0), score(1), score(2));
     let rrf = col(&|m| m.rrf_score);
     let rerank = col(&|m| m.rerank_score);
+    let standing = |f: fn(&crate::search::bounds::Standing) -> u16| {
+        members
+            .iter()
+            .map(|m| m.bounds.as_ref().map(|s| f(s) as i16))
+            .collect::<Vec<Option<i16>>>()
+    };
+    let (broken, kept) = (standing(|s| s.broken), standing(|s| s.kept));
     tx.execute_typed(
         "INSERT INTO receipts.search_candidates (
              search_event_id, product_id, pre_rerank_rank, lexical_rank, lexical_score, trigram_rank,
              trigram_score, semantic_rank, semantic_score, rrf_score, rerank_score, final_rank,
-             served_rank, granted, exact_match, match_reason, source_uri, source_revision)
+             served_rank, granted, exact_match, match_reason, source_uri, source_revision,
+             bounds_broken, bounds_kept)
          SELECT $1, * FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[], $6::int[], $7::float8[],
                                   $8::int[], $9::float8[], $10::float8[], $11::float8[], $12::int[],
-                                  $13::int[], $14::bool[], $15::bool[], $16::text[], $17::text[], $18::int[])",
+                                  $13::int[], $14::bool[], $15::bool[], $16::text[], $17::text[], $18::int[],
+                                  $19::int2[], $20::int2[])",
         &[
             (&id, Type::UUID),
             (&ids, Type::TEXT_ARRAY),
@@ -182,6 +191,8 @@ async fn write_pool(
             (&reason, Type::TEXT_ARRAY),
             (&uri, Type::TEXT_ARRAY),
             (&rev, Type::INT4_ARRAY),
+            (&broken, Type::INT2_ARRAY),
+            (&kept, Type::INT2_ARRAY),
         ],
     )
     .await?;

@@ -88,6 +88,17 @@ pub struct Bound {
     pub value: f64,
     #[serde(flatten)]
     pub limits: Limited,
+    /// No pool member kept it, so it ordered nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub set_aside: bool,
+}
+
+/// How a product stands against the bounds in effect: how many it breaks
+/// and how many it keeps (the rest it holds no field for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Standing {
+    pub broken: u16,
+    pub kept: u16,
 }
 
 /// Units: how each is written, its quantity, how many of the quantity's
@@ -493,6 +504,7 @@ pub fn stated(query: &str) -> Vec<Bound> {
                     comparison,
                     value: (value * 100.0).round(),
                     limits: Limited::Price,
+                    set_aside: false,
                 });
             }
             i = end;
@@ -547,6 +559,7 @@ pub fn stated(query: &str) -> Vec<Bound> {
                 comparison,
                 value,
                 limits,
+                set_aside: false,
             });
         }
         i = end;
@@ -638,16 +651,16 @@ fn key_unit(key: &str) -> Option<&'static Unit> {
 /// How a product stands against the bounds: how many it breaks and how
 /// many it keeps. Ordering by (breaks ascending, keeps descending) puts
 /// the products that keep them first.
-pub fn standing(bounds: &[Bound], facts: &Facts<'_>, words: &[String]) -> (usize, usize) {
-    let (mut broken, mut kept) = (0, 0);
+pub fn standing(bounds: &[Bound], facts: &Facts<'_>, words: &[String]) -> Standing {
+    let mut s = Standing::default();
     for b in bounds {
         match keeps(b, facts, words) {
-            Some(true) => kept += 1,
-            Some(false) => broken += 1,
+            Some(true) => s.kept += 1,
+            Some(false) => s.broken += 1,
             None => {}
         }
     }
-    (broken, kept)
+    s
 }
 
 #[cfg(test)]
@@ -807,7 +820,10 @@ mod tests {
         assert_eq!(keeps("at least 1 day of battery", &facts), Some(true));
         assert_eq!(keeps("under 8 mm", &facts), None);
         let q = "under 220 grams, under $50, under 8 mm";
-        assert_eq!(standing(&stated(q), &facts, &words(q)), (1, 1));
+        assert_eq!(
+            standing(&stated(q), &facts, &words(q)),
+            Standing { broken: 1, kept: 1 }
+        );
         let unrated = Facts {
             rating: None,
             ..facts

@@ -142,6 +142,10 @@ pub struct Signals {
     /// Rank in the fused pool (pool rank space, 1..pool size).
     pub pre_rerank_rank: i32,
     pub rerank_score: Option<f64>,
+    /// How many of the query's stated bounds it broke and kept, when they
+    /// ordered the pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<bounds::Standing>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -349,6 +353,9 @@ pub(crate) struct Member {
     pub granted: bool,
     pub source_uri: String,
     pub source_revision: i32,
+    /// How it stood against the query's stated bounds, when they ordered
+    /// the pool ([`keep_bounds`]).
+    pub bounds: Option<bounds::Standing>,
 }
 
 /// The query without its negated terms (`-word`), for the stages that
@@ -804,8 +811,8 @@ async fn rerank_stage(
             rerank_with(&ctx.profile, reranker.as_ref(), q, pool, trace).await
         }
     };
-    if let (Some(q), Some(u), false) = (query, trace.understanding.as_ref(), metadata_only) {
-        keep_bounds(q, &u.bounds, &mut pool.members, &pool.products);
+    if let (Some(q), Some(u), false) = (query, trace.understanding.as_mut(), metadata_only) {
+        keep_bounds(q, &mut u.bounds, &mut pool.members, &pool.products);
     }
     trace.timings.insert("rerank", arms::ms_since(t));
     status
@@ -867,12 +874,13 @@ async fn rerank_with(
 
 /// The pool with the members that keep the query's stated bounds first
 /// ([`bounds::standing`]: fewer broken, then more kept), the order it had
-/// standing within each and exact identifier matches in front. A bound no
-/// member keeps is set aside: it would only put the members that lack its
+/// standing within each and exact identifier matches in front; each
+/// member's standing is kept for the receipt. A bound no member keeps is
+/// set aside (and marked so): it would only put the members that lack its
 /// field first.
 fn keep_bounds(
     query: &str,
-    stated: &[bounds::Bound],
+    stated: &mut [bounds::Bound],
     members: &mut [Member],
     products: &BTreeMap<String, ProductRow>,
 ) {
@@ -887,22 +895,24 @@ fn keep_bounds(
             attributes: &p.attributes,
         })
     };
-    let kept: Vec<bounds::Bound> = stated
-        .iter()
-        .filter(|b| {
-            members
-                .iter()
-                .filter_map(facts)
-                .any(|f| bounds::keeps(b, &f, &words) == Some(true))
-        })
-        .cloned()
-        .collect();
-    if kept.is_empty() {
+    for b in stated.iter_mut() {
+        b.set_aside = !members
+            .iter()
+            .filter_map(facts)
+            .any(|f| bounds::keeps(b, &f, &words) == Some(true));
+    }
+    let in_effect: Vec<bounds::Bound> = stated.iter().filter(|b| !b.set_aside).cloned().collect();
+    if in_effect.is_empty() {
         return;
     }
-    members.sort_by_cached_key(|m| {
-        let (broken, held) = facts(m).map_or((0, 0), |f| bounds::standing(&kept, &f, &words));
-        (!m.exact_match, broken, std::cmp::Reverse(held))
+    for m in members.iter_mut() {
+        m.bounds = Some(facts(m).map_or_else(bounds::Standing::default, |f| {
+            bounds::standing(&in_effect, &f, &words)
+        }));
+    }
+    members.sort_by_key(|m| {
+        let s = m.bounds.unwrap_or_default();
+        (!m.exact_match, s.broken, std::cmp::Reverse(s.kept))
     });
 }
 
@@ -1063,6 +1073,7 @@ impl SearchResult {
                 rrf_score: m.rrf_score,
                 pre_rerank_rank: m.pre_rerank_rank,
                 rerank_score: m.rerank_score,
+                bounds: m.bounds,
             },
             source: Source {
                 uri: p.source_uri.clone(),
@@ -1087,6 +1098,7 @@ impl Member {
             granted: false,
             source_uri: String::new(),
             source_revision: 1,
+            bounds: None,
         }
     }
 

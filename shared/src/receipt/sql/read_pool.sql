@@ -6,7 +6,7 @@
 SELECT c.product_id, c.pre_rerank_rank, c.served_rank, c.final_rank, c.granted,
        c.exact_match, c.match_reason, c.lexical_rank, c.lexical_score, c.trigram_rank,
        c.trigram_score, c.semantic_rank, c.semantic_score, c.rrf_score, c.rerank_score,
-       c.source_uri, c.source_revision
+       c.source_uri, c.source_revision, c.bounds_broken, c.bounds_kept
 FROM receipts.search_events e
 JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
 WHERE e.search_event_id = $1

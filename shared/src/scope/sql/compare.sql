@@ -8,6 +8,7 @@ SELECT c.product_id, c.served_rank, c.pre_rerank_rank, c.final_rank,
        c.lexical_rank, c.lexical_score, c.trigram_rank, c.trigram_score,
        c.semantic_rank, c.semantic_score, c.rrf_score, c.rerank_score,
        c.exact_match, c.match_reason, c.source_revision AS served_source_revision,
+       c.bounds_broken, c.bounds_kept,
        p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.price_cents,
        p.currency, p.rating, p.availability, p.attributes, p.source_uri, p.revision
 FROM receipts.search_events e
