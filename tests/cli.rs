@@ -185,3 +185,33 @@ async fn a_named_principal_is_the_same_caller_in_process_and_through_a_server() 
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_prints_the_stated_bounds_and_each_candidate_s_standing() {
+    let db = TestDb::with_sample("cli_bounds").await;
+    let search = [
+        "search",
+        "kettle under $30",
+        "--json",
+        "--principal",
+        "alice",
+    ];
+    let r = printed(&mosaic_runtime(&search, &db));
+    let event = r["search_event_id"].as_str().unwrap().to_string();
+    let out = mosaic_runtime(
+        &["explain", &event, "--principal", "alice", "--rows", "50"],
+        &db,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("bound \"under $30\": price at_most 3000 cents"),
+        "{text}"
+    );
+    // Standing broken/kept: kettles at most $30 are 0/1, the rest 1/0.
+    assert!(text.contains(" 0/1 ") && text.contains(" 1/0 "), "{text}");
+}

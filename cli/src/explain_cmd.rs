@@ -41,15 +41,42 @@ fn print_explain(v: &Value, rows: usize) {
         number(&v["query_text"]),
         v["applied_filters"]
     );
-    let (pool, served, product, lex, tri, sem, rrf, rerank) = (
-        "pool", "served", "product", "lex", "tri", "sem", "rrf", "rerank",
+    let stated = v["query_understanding"]["bounds"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for b in &stated {
+        let unit = match b["kind"].as_str() {
+            Some("price") => " cents".to_string(),
+            Some("attribute") => format!(" {}", number(&b["unit"])),
+            _ => String::new(),
+        };
+        println!(
+            "bound {:?}: {} {} {}{unit}{}",
+            number(&b["text"]),
+            number(&b["kind"]),
+            number(&b["comparison"]),
+            number(&b["value"]),
+            match b["set_aside"].as_bool() {
+                Some(true) => "  (set aside: no pool member keeps it)",
+                _ => "",
+            }
+        );
+    }
+    let (pool, served, product, lex, tri, sem, rrf, rerank, bounds) = (
+        "pool", "served", "product", "lex", "tri", "sem", "rrf", "rerank", "bounds",
     );
-    println!("{pool:>4} {served:>6}  {product:<10} {lex:>4} {tri:>4} {sem:>4} {rrf:>8} {rerank:>7}  granted");
+    println!("{pool:>4} {served:>6}  {product:<10} {lex:>4} {tri:>4} {sem:>4} {rrf:>8} {rerank:>7} {bounds:>6}  granted");
     let list = v["pool"].as_array().cloned().unwrap_or_default();
     for c in list.iter().take(rows) {
         let sig = &c["signals"];
+        // Broken/kept of the stated bounds in effect, when they ordered the pool.
+        let standing = match sig["bounds"].as_object() {
+            Some(s) => format!("{}/{}", number(&s["broken"]), number(&s["kept"])),
+            None => "-".into(),
+        };
         println!(
-            "{:>4} {:>6}  {:<10} {:>4} {:>4} {:>4} {:>8} {:>7}  {}",
+            "{:>4} {:>6}  {:<10} {:>4} {:>4} {:>4} {:>8} {:>7} {:>6}  {}",
             number(&c["pre_rerank_rank"]),
             number(&c["served_rank"]),
             number(&c["product_id"]),
@@ -58,6 +85,7 @@ fn print_explain(v: &Value, rows: usize) {
             number(&sig["semantic"]["rank"]),
             number(&sig["rrf_score"]),
             number(&sig["rerank_score"]),
+            standing,
             if c["granted"].as_bool() == Some(true) {
                 "yes"
             } else {
