@@ -2164,17 +2164,33 @@ async fn a_code_s_product_line_and_brand_are_scored_exactly_beside_the_walks() {
     };
     let shapes = [Filters::default(), cheap];
     let (mut changed, mut changed_by_brand) = (0, 0);
-    for (v, f) in [&near, &far]
-        .into_iter()
-        .flat_map(|v| shapes.iter().map(move |f| (v, f)))
-    {
-        let with = semantic_for(&mut c, &code, v, &p, f).await;
-        let walks = semantic_for(&mut c, &code, v, &off, f).await;
-        assert_eq!(with.mode, walks.mode, "the route is the walks'");
-        assert_eq!(walks.identifier_family, None);
-        // The family, independently: every eligible product holding the
-        // stem, nearest first.
-        let family: Vec<(String, f64)> = c
+    // pgvector places nodes at random, so a rare build of the poor graph
+    // lets every walk find the whole line: then the graph is built again.
+    for build in 0..5 {
+        if build > 0 {
+            if changed > 0 && changed_by_brand > 0 {
+                break;
+            }
+            c.batch_execute(
+                "DROP INDEX search.projection_embedding_hnsw_idx;
+             CREATE INDEX projection_embedding_hnsw_idx ON search.product_projection
+                 USING hnsw (embedding vector_cosine_ops) WITH (m = 2, ef_construction = 4);",
+            )
+            .await
+            .unwrap();
+            (changed, changed_by_brand) = (0, 0);
+        }
+        for (v, f) in [&near, &far]
+            .into_iter()
+            .flat_map(|v| shapes.iter().map(move |f| (v, f)))
+        {
+            let with = semantic_for(&mut c, &code, v, &p, f).await;
+            let walks = semantic_for(&mut c, &code, v, &off, f).await;
+            assert_eq!(with.mode, walks.mode, "the route is the walks'");
+            assert_eq!(walks.identifier_family, None);
+            // The family, independently: every eligible product holding the
+            // stem, nearest first.
+            let family: Vec<(String, f64)> = c
             .query(
                 "SELECT product_id, (1 - (embedding <=> $1))::float8 FROM search.product_projection
                  WHERE identity_text LIKE '%' || $2 || '%' AND embedding IS NOT NULL
@@ -2187,34 +2203,34 @@ async fn a_code_s_product_line_and_brand_are_scored_exactly_beside_the_walks() {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        assert!(
-            !family.is_empty() && family.len() < 1_000,
-            "{}",
-            family.len()
-        );
-        assert_eq!(with.identifier_family, Some(family.len() as i64));
-        // The arm's rows are the nearest of the walks' rows and the family,
-        // each once, best first.
-        let nearest = |sets: &[&[(String, f64)]]| {
-            let mut all: Vec<(String, f64)> = sets.concat();
-            all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            let mut seen = HashSet::new();
-            all.retain(|(id, _)| seen.insert(id.clone()));
-            all.truncate(150);
-            all
-        };
-        let expected = nearest(&[&walks.candidates, &family]);
-        let scores = |r: &[(String, f64)]| {
-            r.iter()
-                .map(|(_, s)| (s * 1e9).round() as i64)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(scores(&with.candidates), scores(&expected));
-        if with.candidates != walks.candidates {
-            changed += 1;
-        }
-        // With the brand: the rest of the line's brand, eligible, as well.
-        let rest: Vec<(String, f64)> = c
+            assert!(
+                !family.is_empty() && family.len() < 1_000,
+                "{}",
+                family.len()
+            );
+            assert_eq!(with.identifier_family, Some(family.len() as i64));
+            // The arm's rows are the nearest of the walks' rows and the family,
+            // each once, best first.
+            let nearest = |sets: &[&[(String, f64)]]| {
+                let mut all: Vec<(String, f64)> = sets.concat();
+                all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                let mut seen = HashSet::new();
+                all.retain(|(id, _)| seen.insert(id.clone()));
+                all.truncate(150);
+                all
+            };
+            let expected = nearest(&[&walks.candidates, &family]);
+            let scores = |r: &[(String, f64)]| {
+                r.iter()
+                    .map(|(_, s)| (s * 1e9).round() as i64)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(scores(&with.candidates), scores(&expected));
+            if with.candidates != walks.candidates {
+                changed += 1;
+            }
+            // With the brand: the rest of the line's brand, eligible, as well.
+            let rest: Vec<(String, f64)> = c
             .query(
                 "SELECT product_id, (1 - (embedding <=> $1))::float8 FROM search.product_projection
                  WHERE brand_key = $2 AND identity_text NOT LIKE '%' || $3 || '%'
@@ -2226,36 +2242,37 @@ async fn a_code_s_product_line_and_brand_are_scored_exactly_beside_the_walks() {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        assert!(!rest.is_empty());
-        let branded = semantic_for(&mut c, &code, v, &with_brand, f).await;
-        assert_eq!(
-            branded.identifier_family,
-            Some((family.len() + rest.len()) as i64)
-        );
-        let expected = nearest(&[&walks.candidates, &family, &rest]);
-        assert_eq!(scores(&branded.candidates), scores(&expected));
-        if branded.candidates != with.candidates {
-            changed_by_brand += 1;
-        }
-        // No family member nearer than the arm's last row is left out.
-        let ids: HashSet<&String> = with.candidates.iter().map(|(id, _)| id).collect();
-        let nearest_kept = with.candidates.last().unwrap().1;
-        for (id, score) in &family {
-            assert!(ids.contains(id) || *score <= nearest_kept, "{id} {score}");
-        }
-        // Every row is eligible.
-        if let Some(max) = f.max_price_cents {
-            let found: Vec<String> = with.candidates.iter().map(|(id, _)| id.clone()).collect();
-            let outside: i64 = c
-                .query_one(
-                    "SELECT count(*) FROM search.product_projection
+            assert!(!rest.is_empty());
+            let branded = semantic_for(&mut c, &code, v, &with_brand, f).await;
+            assert_eq!(
+                branded.identifier_family,
+                Some((family.len() + rest.len()) as i64)
+            );
+            let expected = nearest(&[&walks.candidates, &family, &rest]);
+            assert_eq!(scores(&branded.candidates), scores(&expected));
+            if branded.candidates != with.candidates {
+                changed_by_brand += 1;
+            }
+            // No family member nearer than the arm's last row is left out.
+            let ids: HashSet<&String> = with.candidates.iter().map(|(id, _)| id).collect();
+            let nearest_kept = with.candidates.last().unwrap().1;
+            for (id, score) in &family {
+                assert!(ids.contains(id) || *score <= nearest_kept, "{id} {score}");
+            }
+            // Every row is eligible.
+            if let Some(max) = f.max_price_cents {
+                let found: Vec<String> = with.candidates.iter().map(|(id, _)| id.clone()).collect();
+                let outside: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM search.product_projection
                      WHERE product_id = ANY ($1) AND price_cents > $2",
-                    &[&found, &max],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            assert_eq!(outside, 0);
+                        &[&found, &max],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                assert_eq!(outside, 0);
+            }
         }
     }
     assert!(changed > 0, "the family brought rows the walks missed");
