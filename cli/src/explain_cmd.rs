@@ -63,20 +63,27 @@ fn print_explain(v: &Value, rows: usize) {
             }
         );
     }
-    let (pool, served, product, lex, tri, sem, rrf, rerank, bounds) = (
-        "pool", "served", "product", "lex", "tri", "sem", "rrf", "rerank", "bounds",
-    );
-    println!("{pool:>4} {served:>6}  {product:<10} {lex:>4} {tri:>4} {sem:>4} {rrf:>8} {rerank:>7} {bounds:>6}  granted");
     let list = v["pool"].as_array().cloned().unwrap_or_default();
+    // The bounds column only where the stated bounds ordered the pool.
+    let ordered = list.iter().any(|c| c["signals"]["bounds"].is_object());
+    let (pool, served, product, lex, tri, sem, rrf, rerank) = (
+        "pool", "served", "product", "lex", "tri", "sem", "rrf", "rerank",
+    );
+    let bounds = if ordered { " bounds" } else { "" };
+    println!("{pool:>4} {served:>6}  {product:<10} {lex:>4} {tri:>4} {sem:>4} {rrf:>8} {rerank:>7}{bounds}  granted");
     for c in list.iter().take(rows) {
         let sig = &c["signals"];
         // Broken/kept of the stated bounds in effect, when they ordered the pool.
-        let standing = match sig["bounds"].as_object() {
-            Some(s) => format!("{}/{}", number(&s["broken"]), number(&s["kept"])),
-            None => "-".into(),
+        let standing = match (ordered, sig["bounds"].as_object()) {
+            (false, _) => String::new(),
+            (true, Some(s)) => format!(
+                " {:>6}",
+                format!("{}/{}", number(&s["broken"]), number(&s["kept"]))
+            ),
+            (true, None) => format!(" {:>6}", "-"),
         };
         println!(
-            "{:>4} {:>6}  {:<10} {:>4} {:>4} {:>4} {:>8} {:>7} {:>6}  {}",
+            "{:>4} {:>6}  {:<10} {:>4} {:>4} {:>4} {:>8} {:>7}{}  {}",
             number(&c["pre_rerank_rank"]),
             number(&c["served_rank"]),
             number(&c["product_id"]),
