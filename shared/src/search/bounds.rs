@@ -6,7 +6,8 @@
 //! and what it limits:
 //!
 //! * **price**, when the number is written with a currency (`$120`, `$ 120`,
-//!   `$1k`, `fifty dollars`, `80 usd`): the product's `price_cents` (the
+//!   `$1k`, `fifty dollars`, `two hundred dollars`, `80 usd`): the
+//!   product's `price_cents` (the
 //!   bound's value is in cents). A range, "$50-$100", "$50 to $100",
 //!   "between $50 and $100", is two bounds;
 //! * **rating**, for stars (`4 stars`) or a bare number after "rated"
@@ -252,7 +253,7 @@ struct Token<'a> {
 }
 
 fn tokens(query: &str) -> Vec<Token<'_>> {
-    query
+    let words: Vec<Token<'_>> = query
         .split_whitespace()
         .filter_map(|t| {
             let word = t
@@ -264,7 +265,32 @@ fn tokens(query: &str) -> Vec<Token<'_>> {
             let written = t.trim_end_matches([',', ';', ':', '!', '?', '.']);
             (!word.is_empty()).then_some(Token { word, written })
         })
-        .collect()
+        .collect();
+    // "two hundred", "5 thousand": one number, written as both words.
+    let mut out: Vec<Token<'_>> = Vec::with_capacity(words.len());
+    let mut it = words.into_iter().peekable();
+    while let Some(t) = it.next() {
+        let times = match it.peek().map(|n| n.word.as_str()) {
+            Some("hundred") => 100.0,
+            Some("thousand") => 1000.0,
+            _ => 0.0,
+        };
+        let plain = digits(&t.word).or_else(|| number_word(&t.word));
+        match plain.filter(|_| times > 0.0 && t.word != "hundred") {
+            Some(v) => {
+                let next = it.next().expect("peeked");
+                let from = t.written.as_ptr() as usize - query.as_ptr() as usize;
+                let to =
+                    next.written.as_ptr() as usize - query.as_ptr() as usize + next.written.len();
+                out.push(Token {
+                    word: format!("{}", v * times),
+                    written: &query[from..to],
+                });
+            }
+            None => out.push(t),
+        }
+    }
+    out
 }
 
 /// A number as written in digits (`120`, `1,299.99`, `4.5`).
@@ -277,8 +303,8 @@ fn digits(s: &str) -> Option<f64> {
     ok.then(|| plain.parse().ok()).flatten()
 }
 
-/// A number written in words: "fifty", "twenty-five", "two hundred" is
-/// not read (one word at a time), "hundred" is 100 ("a hundred").
+/// A number written in words: "fifty", "twenty-five"; "hundred" is 100 ("a
+/// hundred"); "two hundred" is read as one number by [`tokens`].
 fn number_word(s: &str) -> Option<f64> {
     let word = |w: &str| NUMBER_WORDS.iter().find(|(n, _)| *n == w).map(|(_, v)| *v);
     match s.split_once('-') {
@@ -689,6 +715,13 @@ mod tests {
         let b = one("a desk for less than 1,299.99 usd");
         assert_eq!((b.comparison, b.value), (Comparison::AtMost, 129999.0));
         assert_eq!(b.text, "less than 1,299.99 usd");
+        let b = one("a chair under two hundred dollars");
+        assert_eq!(
+            (b.value, b.text.as_str()),
+            (20000.0, "under two hundred dollars")
+        );
+        assert_eq!(one("under 5 thousand dollars").value, 500000.0);
+        assert_eq!(one("under a hundred dollars").value, 10000.0);
         let b = one("at least $50 please");
         assert_eq!(b.comparison, Comparison::AtLeast);
         let b = one("chairs $300 or less");
