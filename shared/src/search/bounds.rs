@@ -7,7 +7,7 @@
 //!
 //! * **price**, when the number is written with a currency (`$120`, `$ 120`,
 //!   `$1k`, `fifty dollars`, `two hundred dollars`, `80 usd`): the
-//!   product's `price_cents` (the
+//!   product's `price_cents` when its currency is `USD` (the
 //!   bound's value is in cents). A range, "$50-$100", "$50 to $100",
 //!   "between $50 and $100", is two bounds;
 //! * **rating**, for stars (`4 stars`) or a bare number after "rated"
@@ -275,15 +275,19 @@ fn tokens(query: &str) -> Vec<Token<'_>> {
             Some("thousand") => 1000.0,
             _ => 0.0,
         };
-        let plain = digits(&t.word).or_else(|| number_word(&t.word));
-        match plain.filter(|_| times > 0.0 && t.word != "hundred") {
+        let (dollar, bare) = match t.word.strip_prefix('$') {
+            Some(rest) => ("$", rest),
+            None => ("", t.word.as_str()),
+        };
+        let plain = digits(bare).or_else(|| number_word(bare));
+        match plain.filter(|_| times > 0.0 && bare != "hundred") {
             Some(v) => {
                 let next = it.next().expect("peeked");
                 let from = t.written.as_ptr() as usize - query.as_ptr() as usize;
                 let to =
                     next.written.as_ptr() as usize - query.as_ptr() as usize + next.written.len();
                 out.push(Token {
-                    word: format!("{}", v * times),
+                    word: format!("{dollar}{}", v * times),
                     written: &query[from..to],
                 });
             }
@@ -606,6 +610,9 @@ pub fn words(query: &str) -> Vec<String> {
 /// What a product holds that a bound may read.
 pub struct Facts<'a> {
     pub price_cents: i64,
+    /// The price's currency: a price bound is in dollars and reads only a
+    /// price in `USD`.
+    pub currency: &'a str,
     /// The rating as the product shows it (two decimals).
     pub rating: Option<f64>,
     pub attributes: &'a Map<String, Value>,
@@ -624,7 +631,10 @@ pub fn keeps(bound: &Bound, facts: &Facts<'_>, words: &[String]) -> Option<bool>
         Comparison::AtLeast => x >= limit,
     };
     match &bound.limits {
-        Limited::Price => Some(holds(facts.price_cents as f64, bound.value)),
+        Limited::Price => facts
+            .currency
+            .eq_ignore_ascii_case("USD")
+            .then(|| holds(facts.price_cents as f64, bound.value)),
         Limited::Rating => facts.rating.map(|r| holds(r, bound.value)),
         Limited::Attribute { quantity, unit } => {
             let from = UNITS.iter().find(|u| u.words[0] == unit)?;
@@ -721,6 +731,8 @@ mod tests {
             (20000.0, "under two hundred dollars")
         );
         assert_eq!(one("under 5 thousand dollars").value, 500000.0);
+        let b = one("a sofa under $2 thousand");
+        assert_eq!((b.value, b.text.as_str()), (200000.0, "under $2 thousand"));
         assert_eq!(one("under a hundred dollars").value, 10000.0);
         let b = one("at least $50 please");
         assert_eq!(b.comparison, Comparison::AtLeast);
@@ -839,6 +851,7 @@ mod tests {
         let attrs = attrs.as_object().unwrap();
         let facts = Facts {
             price_cents: 4999,
+            currency: "USD",
             rating: Some(4.6),
             attributes: attrs,
         };
@@ -862,11 +875,19 @@ mod tests {
             ..facts
         };
         assert_eq!(keeps("rated 4.5+", &unrated), None);
+        // A price bound is in dollars: a price in another currency cannot
+        // tell.
+        let euros = Facts {
+            currency: "EUR",
+            ..unrated
+        };
+        assert_eq!(keeps("under $50", &euros), None);
         // Several attributes of one kind: the one the query names, else
         // none can be told.
         let desk = json!({"width_cm": 140, "depth_cm": 60});
         let desk = Facts {
             price_cents: 0,
+            currency: "USD",
             rating: None,
             attributes: desk.as_object().unwrap(),
         };
@@ -880,6 +901,7 @@ mod tests {
         let light = json!({"weight_g": 200, "max_load_kg": 100});
         let light = Facts {
             price_cents: 0,
+            currency: "USD",
             rating: None,
             attributes: light.as_object().unwrap(),
         };

@@ -891,6 +891,7 @@ fn keep_bounds(
     let facts = |m: &Member| {
         products.get(&m.product_id).map(|p| bounds::Facts {
             price_cents: p.price_cents,
+            currency: &p.currency,
             rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
             attributes: &p.attributes,
         })

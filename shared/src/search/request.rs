@@ -413,24 +413,29 @@ fn query(v: &Value, profile: &RetrievalProfile) -> Result<(Option<String>, Optio
 }
 
 /// Whether `c` is invisible and means nothing to a match: the zero-width
-/// space, non-joiner and joiner, the word joiner, the byte-order mark, the
-/// soft hyphen, and the bidirectional formatting characters. Text pasted
-/// from a web page or a document carries them unseen.
+/// space, the word joiner, the byte-order mark, the soft hyphen, and the
+/// bidirectional formatting characters. Text pasted from a web page or a
+/// document carries them unseen. The zero-width non-joiner and joiner are
+/// not among them: inside a word they are part of its spelling (Persian,
+/// Indic scripts, emoji).
 fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}'
-    ) || is_bidi_control(c)
+    matches!(c, '\u{200B}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}') || is_bidi_control(c)
+}
+
+/// The zero-width non-joiner and joiner: a word of nothing else is empty.
+fn is_joiner(c: char) -> bool {
+    matches!(c, '\u{200C}' | '\u{200D}')
 }
 
 /// Drops the invisible characters ([`is_invisible`]: "blue\u{200B}tooth"
-/// is "bluetooth") and collapses whitespace; case and punctuation are left
-/// to each arm. A query of invisible characters alone normalises to
-/// nothing, as one of spaces does.
+/// is "bluetooth") and the words made of joiners alone ([`is_joiner`]),
+/// and collapses whitespace; case and punctuation are left to each arm. A
+/// query of invisible characters alone normalises to nothing, as one of
+/// spaces does.
 pub fn normalize_query(q: &str) -> String {
     q.split_whitespace()
         .map(|w| w.chars().filter(|&c| !is_invisible(c)).collect::<String>())
-        .filter(|w| !w.is_empty())
+        .filter(|w| !w.chars().all(is_joiner))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -490,6 +495,10 @@ mod tests {
         let r = parse(json!({"query": "blue\u{200B}tooth \u{202E}\u{FEFF} head\u{00AD}phones"}))
             .unwrap();
         assert_eq!(r.normalized_query.as_deref(), Some("bluetooth headphones"));
+        // A joiner inside a word is part of its spelling ("mi\u{200C}khaham").
+        let word = "\u{0645}\u{06CC}\u{200C}\u{062E}\u{0648}\u{0627}\u{0647}\u{0645}";
+        let r = parse(json!({ "query": word })).unwrap();
+        assert_eq!(r.normalized_query.as_deref(), Some(word));
         for q in ["\u{200B}", "\u{200B} \u{2060}\u{200D}", "   "] {
             assert_eq!(field(json!({ "query": q })), "query", "{q:?}");
             let r = parse(json!({"query": q, "filters": {"domain": "office"}})).unwrap();
