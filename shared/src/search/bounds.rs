@@ -339,15 +339,7 @@ fn number(word: &str) -> Option<Number> {
         Some(r) => (r, true),
         None => (rest, false),
     };
-    if let Some(value) = digits(rest) {
-        return Some(Number {
-            value,
-            currency,
-            unit: None,
-            plus,
-        });
-    }
-    if let Some(value) = number_word(rest) {
+    if let Some(value) = digits(rest).or_else(|| number_word(rest)) {
         return Some(Number {
             value,
             currency,
@@ -473,28 +465,15 @@ fn price_range(tokens: &[Token<'_>], i: usize) -> Option<(f64, f64, usize)> {
         if !marked {
             return None;
         }
+        // `dollars` reads a number with or without its `$`.
         let end = i + 4 + usize::from(currency_after(i + 4));
-        let strip = |w: &str| {
-            w.strip_prefix('$')
-                .map(str::to_string)
-                .unwrap_or(w.to_string())
-        };
-        (dollars(&strip(a))?, dollars(&strip(b))?, end)
+        (dollars(a)?, dollars(b)?, end)
     } else {
         let rest = first.strip_prefix('$')?;
         if let Some((a, b)) = rest.split_once('-') {
-            (
-                dollars(a)?,
-                dollars(b.strip_prefix('$').unwrap_or(b))?,
-                i + 1,
-            )
+            (dollars(a)?, dollars(b)?, i + 1)
         } else if word(i + 1) == Some("to") {
-            let b = word(i + 2)?;
-            (
-                dollars(rest)?,
-                dollars(b.strip_prefix('$').unwrap_or(b))?,
-                i + 3,
-            )
+            (dollars(rest)?, dollars(word(i + 2)?)?, i + 3)
         } else {
             return None;
         }
@@ -684,19 +663,21 @@ fn key_unit(key: &str) -> Option<&'static Unit> {
         .find(|u| u.suffixes.iter().any(|s| s.eq_ignore_ascii_case(last)))
 }
 
-/// How a product stands against the bounds: how many it breaks and how
-/// many it keeps. Ordering by (breaks ascending, keeps descending) puts
-/// the products that keep them first.
-pub fn standing(bounds: &[Bound], facts: &Facts<'_>, words: &[String]) -> Standing {
-    let mut s = Standing::default();
-    for b in bounds {
-        match keeps(b, facts, words) {
-            Some(true) => s.kept += 1,
-            Some(false) => s.broken += 1,
-            None => {}
+impl Standing {
+    /// A product's standing from its [`keeps`] answer to each bound.
+    /// Ordering by (broken ascending, kept descending) puts the products
+    /// that keep the bounds first.
+    pub fn of(verdicts: impl IntoIterator<Item = Option<bool>>) -> Self {
+        let mut s = Standing::default();
+        for v in verdicts {
+            match v {
+                Some(true) => s.kept += 1,
+                Some(false) => s.broken += 1,
+                None => {}
+            }
         }
+        s
     }
-    s
 }
 
 #[cfg(test)]
@@ -867,7 +848,7 @@ mod tests {
         assert_eq!(keeps("under 8 mm", &facts), None);
         let q = "under 220 grams, under $50, under 8 mm";
         assert_eq!(
-            standing(&stated(q), &facts, &words(q)),
+            Standing::of(stated(q).iter().map(|b| super::keeps(b, &facts, &words(q)))),
             Standing { broken: 1, kept: 1 }
         );
         let unrated = Facts {

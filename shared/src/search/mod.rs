@@ -254,6 +254,12 @@ struct ProductRow {
 }
 
 impl ProductRow {
+    /// The rating as a result shows it, rounded to two decimals (a stated
+    /// bound compares this one).
+    fn shown_rating(&self) -> Option<f64> {
+        self.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0)
+    }
+
     /// A row of `sql/hydrate.sql`.
     fn from_row(r: &tokio_postgres::Row) -> Self {
         let attributes = match r.get::<_, Value>(12) {
@@ -546,13 +552,6 @@ async fn pipeline(
     // What the reranker scores against: the query without its negated
     // terms; none when the request or the variant turned the stage off.
     let rerank_query = positive.as_deref().filter(|_| req.rerank && variant.rerank);
-    if let (Some(q), Some(u), 1) = (
-        rerank_query,
-        trace.understanding.as_mut(),
-        ctx.profile.rerank_stated_bounds,
-    ) {
-        u.bounds = bounds::stated(q);
-    }
     let reads_catalog = reads_catalog(ctx, rerank_query, &found.members);
     // The arms' extra lanes commit while hydration reads (and ends the
     // search connection's transaction): both in the same round trip.
@@ -811,7 +810,13 @@ async fn rerank_stage(
             rerank_with(&ctx.profile, reranker.as_ref(), q, pool, trace).await
         }
     };
-    if let (Some(q), Some(u), false) = (query, trace.understanding.as_mut(), metadata_only) {
+    // A filters-only search has no query here.
+    if let (Some(q), Some(u), 1) = (
+        query,
+        trace.understanding.as_mut(),
+        ctx.profile.rerank_stated_bounds,
+    ) {
+        u.bounds = bounds::stated(q);
         keep_bounds(q, &mut u.bounds, &mut pool.members, &pool.products);
     }
     trace.timings.insert("rerank", arms::ms_since(t));
@@ -873,11 +878,11 @@ async fn rerank_with(
 }
 
 /// The pool with the members that keep the query's stated bounds first
-/// ([`bounds::standing`]: fewer broken, then more kept), the order it had
+/// ([`bounds::Standing::of`]: fewer broken, then more kept), the order it had
 /// standing within each and exact identifier matches in front; each
 /// member's standing is kept for the receipt. A bound no member keeps is
 /// set aside (and marked so): it would only put the members that lack its
-/// field first.
+/// field first. Each member is checked against each bound once.
 fn keep_bounds(
     query: &str,
     stated: &mut [bounds::Bound],
@@ -888,28 +893,34 @@ fn keep_bounds(
         return;
     }
     let words = bounds::words(query);
-    let facts = |m: &Member| {
-        products.get(&m.product_id).map(|p| bounds::Facts {
-            price_cents: p.price_cents,
-            currency: &p.currency,
-            rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
-            attributes: &p.attributes,
+    // Each member's answer to each bound (none for a product that is gone).
+    let verdicts: Vec<Vec<Option<bool>>> = members
+        .iter()
+        .map(|m| match products.get(&m.product_id) {
+            Some(p) => {
+                let facts = bounds::Facts {
+                    price_cents: p.price_cents,
+                    currency: &p.currency,
+                    rating: p.shown_rating(),
+                    attributes: &p.attributes,
+                };
+                stated
+                    .iter()
+                    .map(|b| bounds::keeps(b, &facts, &words))
+                    .collect()
+            }
+            None => vec![None; stated.len()],
         })
-    };
-    for b in stated.iter_mut() {
-        b.set_aside = !members
-            .iter()
-            .filter_map(facts)
-            .any(|f| bounds::keeps(b, &f, &words) == Some(true));
+        .collect();
+    for (j, b) in stated.iter_mut().enumerate() {
+        b.set_aside = !verdicts.iter().any(|v| v[j] == Some(true));
     }
-    let in_effect: Vec<bounds::Bound> = stated.iter().filter(|b| !b.set_aside).cloned().collect();
-    if in_effect.is_empty() {
+    if stated.iter().all(|b| b.set_aside) {
         return;
     }
-    for m in members.iter_mut() {
-        m.bounds = Some(facts(m).map_or_else(bounds::Standing::default, |f| {
-            bounds::standing(&in_effect, &f, &words)
-        }));
+    for (m, v) in members.iter_mut().zip(&verdicts) {
+        let in_effect = v.iter().zip(stated.iter()).filter(|(_, b)| !b.set_aside);
+        m.bounds = Some(bounds::Standing::of(in_effect.map(|(v, _)| *v)));
     }
     members.sort_by_key(|m| {
         let s = m.bounds.unwrap_or_default();
@@ -1060,7 +1071,7 @@ impl SearchResult {
             category_key: p.category_key.clone(),
             price_cents: p.price_cents,
             currency: p.currency.clone(),
-            rating: p.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0),
+            rating: p.shown_rating(),
             availability: p.availability.clone(),
             attributes: p.attributes.clone(),
             granted: m.granted,
