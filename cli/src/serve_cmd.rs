@@ -19,6 +19,11 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "MOSAIC_ADDR", default_value = DEFAULT_ADDR)]
     addr: SocketAddr,
+    /// Another name the server answers to in the `Host` header (repeatable),
+    /// such as the name other machines reach it by; it always answers
+    /// localhost, the loopback addresses and the address it is bound to.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
     #[command(flatten)]
     runtime: RuntimeArgs,
     #[command(flatten)]
@@ -27,11 +32,11 @@ pub struct ServeArgs {
 
 pub async fn run(args: ServeArgs) -> Result<()> {
     let ctx = args.runtime.ctx(&args.embedder, POOL_SIZE)?;
-    serve(ctx, args.addr).await
+    serve(ctx, args.addr, &args.allowed_hosts).await
 }
 
 /// Serves on `addr` until Ctrl-C or SIGTERM.
-async fn serve(ctx: Ctx, addr: SocketAddr) -> Result<()> {
+async fn serve(ctx: Ctx, addr: SocketAddr, allowed_hosts: &[String]) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -43,6 +48,11 @@ async fn serve(ctx: Ctx, addr: SocketAddr) -> Result<()> {
              Bind 127.0.0.1 or put an authenticating proxy in front."
         );
     }
+    let hosts = mosaic::server::allowed_hosts(addr, allowed_hosts);
+    eprintln!(
+        "mosaic: answering the Host names {} (more with --allowed-host)",
+        hosts.join(", ")
+    );
     let base = format!("http://{addr}");
     println!("mosaic: serving on {base}");
     println!("  curl -s {base}/healthz");
@@ -53,9 +63,15 @@ async fn serve(ctx: Ctx, addr: SocketAddr) -> Result<()> {
         "  curl -s {base}/api/retrieval/events/SEARCH_EVENT_ID   (same caller: no x-mosaic-principal, or the same one)"
     );
     println!("  (request logs: MOSAIC_LOG=info; stop with Ctrl-C)");
-    mosaic::server::serve(ctx, listener, shutdown_signal())
-        .await
-        .context("server failed")?;
+    mosaic::server::serve_with(
+        ctx,
+        listener,
+        shutdown_signal(),
+        mosaic::http::MAX_BODY,
+        allowed_hosts,
+    )
+    .await
+    .context("server failed")?;
     eprintln!("mosaic: stopped");
     Ok(())
 }

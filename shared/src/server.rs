@@ -11,12 +11,13 @@
 //! platform vouches for instead (see [`crate::lambda`]).
 //!
 //! Since the header authenticates nobody, a web page must not be able to
-//! speak for the browser's machine: on a loopback address the server
-//! answers only requests whose `Host` names this machine (a page whose
-//! domain an attacker re-points at 127.0.0.1 sends its own name), and a
-//! body must be `application/json`, which a page cannot send to another
-//! origin without a preflight the server never grants. Either refusal is a
-//! 400 `invalid_argument` naming `host` or `content-type`, before anything
+//! speak for the browser's machine: the server answers only requests whose
+//! `Host` names this machine or a name its operator listed (a page whose
+//! domain an attacker re-points at this machine's address sends its own
+//! name), on loopback and on any other address alike, and a body must be
+//! `application/json`, which a page cannot send to another origin without a
+//! preflight the server never grants. Either refusal is a 400
+//! `invalid_argument` naming `host` or `content-type`, before anything
 //! runs.
 
 use crate::context::{Ctx, Principal};
@@ -45,9 +46,8 @@ const DRAIN_TIME: Duration = Duration::from_secs(2);
 struct App {
     ctx: Ctx,
     max_body: usize,
-    /// The `Host` names accepted (lower case, without a port); `None`:
-    /// any, on an address that is not loopback.
-    hosts: Option<Vec<String>>,
+    /// The `Host` names accepted (lower case, without a port).
+    hosts: Vec<String>,
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops
@@ -57,17 +57,20 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_with_limit(ctx, listener, shutdown, http::MAX_BODY).await
+    serve_with(ctx, listener, shutdown, http::MAX_BODY, &[]).await
 }
 
-/// [`serve`] with another body limit (bytes).
-pub async fn serve_with_limit(
+/// [`serve`] with another body limit (bytes) and more `Host` names to
+/// answer besides this machine's (`mosaic serve --allowed-host`: the name
+/// other machines reach it by).
+pub async fn serve_with(
     ctx: Ctx,
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     max_body: usize,
+    extra_hosts: &[String],
 ) -> std::io::Result<()> {
-    let hosts = allowed_hosts(listener.local_addr()?);
+    let hosts = allowed_hosts(listener.local_addr()?, extra_hosts);
     let app = Router::new().fallback(handler).with_state(Arc::new(App {
         ctx,
         max_body,
@@ -86,8 +89,7 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
 
-    let principal =
-        host(&parts.headers, app.hosts.as_deref()).and_then(|()| principal(&parts.headers));
+    let principal = host(&parts.headers, &app.hosts).and_then(|()| principal(&parts.headers));
     let out = match &principal {
         Err(e) => HttpResponse::error(e),
         // One byte over the limit is enough for the router to refuse with
@@ -129,26 +131,35 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
 /// loopback names and the address itself (`mosaic serve`, and `mosaic mcp
 /// --http` through its SDK's allowed hosts).
 pub fn machine_hosts(ip: std::net::IpAddr) -> Vec<String> {
-    ["localhost", "127.0.0.1", "::1"]
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
         .into_iter()
         .map(String::from)
-        .chain([ip.to_string()])
-        .collect()
+        .collect();
+    if !hosts.contains(&ip.to_string()) {
+        hosts.push(ip.to_string());
+    }
+    hosts
 }
 
 /// The `Host` names a server listening on `bound` answers to: this
-/// machine's ([`machine_hosts`]); `None` (any) when it listens on an
-/// address other machines reach, where a name cannot be known in advance
-/// (`mosaic serve` warns of that address at start).
-fn allowed_hosts(bound: std::net::SocketAddr) -> Option<Vec<String>> {
-    let ip = bound.ip();
-    ip.is_loopback().then(|| machine_hosts(ip))
+/// machine's ([`machine_hosts`]) and `extra`, the names its operator
+/// listed. Bound beyond loopback as well: a page whose domain an attacker
+/// re-points at the machine's address (DNS rebinding) sends its own name,
+/// and the header speaks for whoever the page names.
+pub fn allowed_hosts(bound: std::net::SocketAddr, extra: &[String]) -> Vec<String> {
+    let mut hosts = machine_hosts(bound.ip());
+    for h in extra.iter().map(|h| h.trim().to_ascii_lowercase()) {
+        if !h.is_empty() && !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    hosts
 }
 
 /// Whether the request's `Host` (if it sent one) is among `hosts`, its
 /// port and case aside.
-fn host(headers: &HeaderMap, hosts: Option<&[String]>) -> Result<(), Error> {
-    let (Some(hosts), Some(value)) = (hosts, headers.get(axum::http::header::HOST)) else {
+fn host(headers: &HeaderMap, hosts: &[String]) -> Result<(), Error> {
+    let Some(value) = headers.get(axum::http::header::HOST) else {
         return Ok(());
     };
     let name = value.to_str().unwrap_or("").trim().to_ascii_lowercase();
@@ -160,7 +171,7 @@ fn host(headers: &HeaderMap, hosts: Option<&[String]>) -> Result<(), Error> {
         true => Ok(()),
         false => Err(Error::invalid(
             "host",
-            "the `Host` header must name this machine (localhost or a loopback address)",
+            "the `Host` header must name this machine (localhost, a loopback address or the address the server is bound to) or a name given with `mosaic serve --allowed-host`",
         )),
     }
 }
@@ -285,8 +296,8 @@ mod tests {
     #[test]
     fn on_loopback_only_this_machine_s_names_are_answered() {
         use axum::http::header::HOST;
-        let loopback = allowed_hosts("127.0.0.1:8787".parse().unwrap());
-        let hosts = loopback.as_deref();
+        let loopback = allowed_hosts("127.0.0.1:8787".parse().unwrap(), &[]);
+        let hosts = &loopback;
         for ok in [
             "127.0.0.1:8787",
             "localhost",
@@ -313,9 +324,25 @@ mod tests {
                 "{bad:?}"
             );
         }
-        // Bound beyond loopback, the name cannot be known: any.
-        let any = allowed_hosts("0.0.0.0:8787".parse().unwrap());
-        assert!(host(&headers(HOST, &["attacker.example"]), any.as_deref()).is_ok());
+        // Bound beyond loopback, still only this machine's names, the
+        // bound address and the names the operator listed: a rebinding
+        // page's own name is refused there too.
+        let lan = allowed_hosts(
+            "192.168.1.5:8787".parse().unwrap(),
+            &[" Shop-Dev.Example ".to_string()],
+        );
+        for ok in [
+            "192.168.1.5:8787",
+            "localhost:8787",
+            "shop-dev.example:8787",
+        ] {
+            assert!(host(&headers(HOST, &[ok]), &lan).is_ok(), "{ok}");
+        }
+        assert!(host(&headers(HOST, &["attacker.example"]), &lan).is_err());
+        let any = allowed_hosts("0.0.0.0:8787".parse().unwrap(), &[]);
+        for bad in ["attacker.example", "192.168.1.5:8787"] {
+            assert!(host(&headers(HOST, &[bad]), &any).is_err(), "{bad}");
+        }
     }
 
     #[test]
