@@ -1930,12 +1930,101 @@ fn interceptor_headers(out: &Value) -> (String, String) {
     )
 }
 
+/// The test issuer's published keys (`shared/fixtures/jwt`), served over
+/// HTTP on loopback as an OpenID issuer serves them: its discovery document
+/// at `/.well-known/openid-configuration`, naming the key set at `/jwks`.
+struct IssuerStub {
+    addr: SocketAddr,
+    /// Requests answered, by path.
+    requests: Arc<Mutex<Vec<String>>>,
+    task: JoinHandle<()>,
+}
+
+impl IssuerStub {
+    async fn start() -> IssuerStub {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).to_string();
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    seen.lock().unwrap().push(path.clone());
+                    let body = match path.as_str() {
+                        "/.well-known/openid-configuration" => json!({
+                            "issuer": ISS,
+                            "jwks_uri": format!("http://{addr}/jwks"),
+                        })
+                        .to_string(),
+                        "/jwks" => JWKS.to_string(),
+                        _ => String::new(),
+                    };
+                    let status = if body.is_empty() {
+                        "404 Not Found"
+                    } else {
+                        "200 OK"
+                    };
+                    let reply = format!(
+                        "HTTP/1.0 {status}\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        IssuerStub {
+            addr,
+            requests,
+            task,
+        }
+    }
+
+    fn discovery_url(&self) -> String {
+        format!("http://{}/.well-known/openid-configuration", self.addr)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for IssuerStub {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The test issuer's key set and a token it signed under a key id its set
+/// does not hold (`shared/fixtures/jwt`).
+const JWKS: &str = include_str!("../shared/fixtures/jwt/jwks.json");
+const UNKNOWN_KID_TOKEN: &str = include_str!("../shared/fixtures/jwt/unknown-kid.jwt");
+
 #[tokio::test]
 async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
     let db = TestDb::with_sample("lambda_interceptor").await;
     let url = db.runtime_url();
-    let mut interceptor =
-        Function::start("identity-interceptor", "", &[("MOSAIC_JWT_ISSUER", ISS)]).await;
+    let issuer = IssuerStub::start().await;
+    let mut interceptor = Function::start(
+        "identity-interceptor",
+        "",
+        &[
+            ("MOSAIC_JWT_ISSUER", ISS),
+            ("MOSAIC_JWT_DISCOVERY_URL", &issuer.discovery_url()),
+        ],
+    )
+    .await;
     let mut search = Function::start("search-products", &url, &[]).await;
 
     for (name, text) in sample_events("identity-interceptor") {
@@ -1981,7 +2070,8 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
                     assert_eq!(error_of(&v).0, "unauthenticated", "{v}");
                 }
             }
-            "tools-call-no-token.json" => {
+            // No token, or one whose signature is not the issuer's.
+            "tools-call-no-token.json" | "tools-call-forged-signature.json" => {
                 let resp = &out["mcp"]["transformedGatewayResponse"];
                 assert_eq!(resp["body"]["id"], body["id"], "{out}");
                 assert_eq!(resp["body"]["result"]["isError"], true, "{out}");
@@ -2002,6 +2092,30 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
             other => panic!("events/identity-interceptor/{other}: no expectation for this file"),
         }
     }
+    // The issuer's keys were fetched once, on the first call, and kept.
+    assert_eq!(
+        issuer.requests(),
+        ["/.well-known/openid-configuration", "/jwks"],
+        "{}",
+        interceptor.logs()
+    );
+    // A key id the set lacks is refused; the keys were fetched moments ago,
+    // so these calls fetch nothing (at most one fetch per 30 s: a stream of
+    // tokens under unknown key ids cannot make the interceptor hammer its
+    // issuer; shared/src/jwt.rs tests the fetch when that time has passed).
+    let mut unknown = parse(&event_text("identity-interceptor", "tools-call.json"));
+    unknown["mcp"]["gatewayRequest"]["headers"]["Authorization"] =
+        Value::from(format!("Bearer {}", UNKNOWN_KID_TOKEN.trim()));
+    for _ in 0..2 {
+        let out = interceptor
+            .response(unknown.to_string().as_bytes(), None)
+            .await;
+        assert_eq!(
+            out["mcp"]["transformedGatewayResponse"]["body"]["result"]["isError"], true,
+            "{out}"
+        );
+    }
+    assert_eq!(issuer.requests().len(), 2, "{:?}", issuer.requests());
     // Not the interceptor contract: a function error, so the gateway cannot
     // go on to the target without the interceptor's headers.
     match interceptor.invoke(b"{\"hello\": 1}", None).await {
@@ -2020,24 +2134,37 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
     );
     search.assert_alive();
 
-    // Without a key the interceptor does not start.
-    let mut keyless = Function::start(
-        "identity-interceptor",
-        "",
-        &[("MOSAIC_PRINCIPAL_PROOF_KEY", "")],
-    )
-    .await;
-    let status = tokio::time::timeout(Duration::from_secs(20), keyless.child.wait())
-        .await
-        .expect("the interceptor exits after a failed init")
-        .unwrap();
-    assert!(!status.success());
-    let errors = keyless.api.init_errors();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].1["errorMessage"]
-        .as_str()
-        .unwrap()
-        .contains("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN"));
+    // Without a key, or without an issuer whose keys it checks tokens
+    // against, the interceptor does not start.
+    for (env, named) in [
+        (
+            [
+                ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
+                ("MOSAIC_JWT_ISSUER", ISS),
+            ],
+            "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN",
+        ),
+        (
+            [("MOSAIC_JWT_ISSUER", ""), ("MOSAIC_JWT_ISSUER", "")],
+            "MOSAIC_JWT_ISSUER",
+        ),
+    ] {
+        let mut refused = Function::start("identity-interceptor", "", &env).await;
+        let status = tokio::time::timeout(Duration::from_secs(20), refused.child.wait())
+            .await
+            .expect("the interceptor exits after a failed init")
+            .unwrap();
+        assert!(!status.success());
+        let errors = refused.api.init_errors();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].1["errorMessage"]
+                .as_str()
+                .unwrap()
+                .contains(named),
+            "{errors:?}"
+        );
+    }
 }
 
 #[tokio::test]

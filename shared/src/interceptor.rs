@@ -7,7 +7,8 @@
 //! `inputConfiguration.passRequestHeaders: true` that Lambda receives the
 //! request headers, the bearer token included (AgentCore developer guide,
 //! *Using interceptors with Gateway* → *Configuration*). This interceptor
-//! reads the token's `iss` and `sub`, makes the principal
+//! checks the token's signature against the issuer's published keys
+//! ([`crate::jwt`]), reads its `iss` and `sub`, makes the principal
 //! `jwt:<iss>#<sub>` ([`Principal::jwt`]), and sets it for the target in the
 //! propagated headers [`principal::HEADER`] and [`principal::PROOF_HEADER`]
 //! — replacing whatever the client sent under those names — with a proof
@@ -45,17 +46,20 @@
 //! * `tools/call` with a usable token: forwards the request body unchanged
 //!   with the two headers set.
 //! * `tools/call` without one (no `Authorization` bearer token, a token
-//!   that does not decode, no `iss`/`sub`, a malformed one, an expired one,
-//!   an issuer other than `MOSAIC_JWT_ISSUER` when that is set): answers
+//!   that does not decode, a signature that is not the issuer's, no
+//!   `iss`/`sub`, a malformed one, an expired one, an issuer other than
+//!   `MOSAIC_JWT_ISSUER`): answers
 //!   at once with an MCP tool error (`isError: true`, the `unauthenticated`
 //!   envelope as text); the target is not called.
 //! * Any other method (`initialize`, `tools/list`, ...): forwarded
 //!   unchanged; they reach no function.
 //!
-//! The token's signature is not checked again here: the gateway's inbound
-//! authorizer did that before the interceptor runs, and only the gateway
-//! may invoke this function (its resource policy). Its expiry is checked
-//! again all the same. The token is never logged.
+//! The gateway's inbound authorizer has checked the token before the
+//! interceptor runs, and only the gateway's role may invoke this function
+//! (its resource policy). The signature, issuer and expiry are checked
+//! again all the same: within one account an identity policy can let
+//! others invoke it too, and a proof must need a token the issuer signed,
+//! not merely claims someone wrote. The token is never logged.
 //!
 //! # Configuration
 //!
@@ -63,12 +67,14 @@
 //! |---|---|
 //! | `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN` / `MOSAIC_PRINCIPAL_PROOF_KEY` | The proof key, as for the functions ([`crate::lambda`]); required. |
 //! | `MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS` | A proof's lifetime (default [`proof::DEFAULT_TTL`], 5..=900). |
-//! | `MOSAIC_JWT_ISSUER` | When set, the only issuer accepted (the gateway's authorizer should already ensure it). |
+//! | `MOSAIC_JWT_ISSUER` | The only issuer accepted; required. |
+//! | `MOSAIC_JWT_DISCOVERY_URL` | Where the issuer's keys are found: its OpenID discovery document (`jwks_uri`); default `<MOSAIC_JWT_ISSUER>/.well-known/openid-configuration`, the gateway authorizer's own. |
+//! | `MOSAIC_JWT_JWKS_URL` | The issuer's JWK Set URL outright, instead of discovery. |
 
 use crate::error::Error;
+use crate::jwt::{Jwks, Source};
 use crate::lambda::{self, Invocation, Invoke, ProofKeySetting, Reply};
 use crate::principal::{self, proof, Principal};
-use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -76,16 +82,23 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const VERSION: &str = "1.0";
 
 /// The interceptor's settings, read once per container.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Interceptor {
     key: proof::Key,
     ttl: u64,
-    issuer: Option<String>,
+    issuer: String,
+    keys: Jwks,
 }
 
 impl Interceptor {
-    pub fn new(key: proof::Key, ttl: u64, issuer: Option<String>) -> Self {
-        Interceptor { key, ttl, issuer }
+    /// Accepts tokens of `issuer` signed by one of `keys`.
+    pub fn new(key: proof::Key, ttl: u64, issuer: String, keys: Jwks) -> Self {
+        Interceptor {
+            key,
+            ttl,
+            issuer,
+            keys,
+        }
     }
 
     /// Reads the environment and loads the key.
@@ -109,12 +122,26 @@ impl Interceptor {
                     )
                 })?,
         };
-        Ok(Interceptor::new(key, ttl, set("MOSAIC_JWT_ISSUER")))
+        let issuer = set("MOSAIC_JWT_ISSUER").ok_or(
+            "no issuer: set MOSAIC_JWT_ISSUER (the interceptor accepts only tokens its keys signed)",
+        )?;
+        crate::principal::validate(crate::principal::Part::Issuer, &issuer)
+            .map_err(|_| format!("MOSAIC_JWT_ISSUER={issuer:?} is not an issuer URL"))?;
+        let source = match (set("MOSAIC_JWT_JWKS_URL"), set("MOSAIC_JWT_DISCOVERY_URL")) {
+            (Some(url), _) => Source::Url(url),
+            (None, Some(url)) => Source::Discovery(url),
+            (None, None) => Source::Discovery(format!(
+                "{}/.well-known/openid-configuration",
+                issuer.trim_end_matches('/')
+            )),
+        };
+        let keys = Jwks::remote(source)?;
+        Ok(Interceptor::new(key, ttl, issuer, keys))
     }
 
     /// The interceptor's answer to one gateway request, at Unix time `now`.
     /// `Err` only for input that is not the interceptor contract at all.
-    pub fn intercept(&self, input: &Value, now: u64) -> Result<Value, String> {
+    pub async fn intercept(&self, input: &Value, now: u64) -> Result<Value, String> {
         let request = input
             .pointer("/mcp/gatewayRequest")
             .filter(|r| r.is_object())
@@ -133,11 +160,16 @@ impl Interceptor {
             .pointer("/params/name")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty() && t.len() <= 256 && !t.contains('\n'));
-        let identity = tool.ok_or("no tool name").and_then(|tool| {
-            let principal = self.principal(request.get("headers"), now)?;
-            let expiry = now + self.ttl;
-            Ok((principal.clone(), self.key.sign(&principal, tool, expiry)))
-        });
+        let identity = match tool {
+            None => Err("no tool name"),
+            Some(tool) => self
+                .principal(request.get("headers"), now)
+                .await
+                .map(|principal| {
+                    let proof = self.key.sign(&principal, tool, now + self.ttl);
+                    (principal, proof)
+                }),
+        };
         match identity {
             Ok((principal, proof)) => {
                 let mut headers = Map::new();
@@ -152,14 +184,18 @@ impl Interceptor {
         }
     }
 
-    /// `jwt:<iss>#<sub>` from the request's bearer token.
-    fn principal(&self, headers: Option<&Value>, now: u64) -> Result<Principal, &'static str> {
+    /// `jwt:<iss>#<sub>` from the request's bearer token, once its
+    /// signature is found to be the issuer's.
+    async fn principal(
+        &self,
+        headers: Option<&Value>,
+        now: u64,
+    ) -> Result<Principal, &'static str> {
         let headers = headers
             .and_then(Value::as_object)
             .ok_or("no request headers (passRequestHeaders)")?;
         // Exactly one: with two spellings of the name the gateway's
-        // authorizer may have checked the other one (this token's signature
-        // is the authorizer's business, see [`claims`]).
+        // authorizer may have checked the other one.
         let mut named = headers
             .iter()
             .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"));
@@ -174,14 +210,16 @@ impl Interceptor {
             .strip_prefix("Bearer ")
             .or_else(|| auth.strip_prefix("bearer "))
             .ok_or("the Authorization header is not a bearer token")?;
-        let claims = claims(token.trim()).ok_or("the bearer token is not a JWT")?;
+        let claims = self
+            .keys
+            .verify(token.trim())
+            .await
+            .map_err(|r| r.reason())?;
         let text = |k: &str| claims.get(k).and_then(Value::as_str);
         let iss = text("iss").ok_or("the token has no iss")?;
         let sub = text("sub").ok_or("the token has no sub")?;
-        if let Some(want) = &self.issuer {
-            if iss != want {
-                return Err("the token's issuer is not MOSAIC_JWT_ISSUER");
-            }
+        if iss != self.issuer {
+            return Err("the token's issuer is not MOSAIC_JWT_ISSUER");
         }
         match claims.get("exp").and_then(Value::as_u64) {
             Some(exp) if exp <= now => return Err("the token has expired"),
@@ -195,24 +233,6 @@ impl Interceptor {
             }
         }
         Principal::jwt(iss, sub).map_err(|_| "the token's iss or sub is malformed")
-    }
-}
-
-/// A JWT's claims (the middle part, base64url without padding). The
-/// signature is the gateway authorizer's business.
-fn claims(token: &str) -> Option<Map<String, Value>> {
-    let mut parts = token.split('.');
-    let (Some(_), Some(payload), Some(_), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    match serde_json::from_slice(&bytes).ok()? {
-        Value::Object(m) => Some(m),
-        _ => None,
     }
 }
 
@@ -256,8 +276,11 @@ impl Invoke for Interceptor {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let out = serde_json::from_slice::<Value>(&inv.event)
-            .map_err(|e| format!("the event is not JSON: {e}"))
-            .and_then(|input| self.intercept(&input, now));
+            .map_err(|e| format!("the event is not JSON: {e}"));
+        let out = match out {
+            Ok(input) => self.intercept(&input, now).await,
+            Err(e) => Err(e),
+        };
         let reply = match out {
             Ok(v) => Reply::Response(v),
             // Not the contract: fail the invocation, so the gateway cannot
@@ -286,7 +309,8 @@ pub async fn run() -> Result<(), lambda::BoxError> {
         let interceptor = Interceptor::from_env().await?;
         tracing::info!(
             ttl_seconds = interceptor.ttl,
-            issuer_pinned = interceptor.issuer.is_some(),
+            issuer = %interceptor.issuer,
+            keys = ?interceptor.keys.source(),
             "ready"
         );
         Ok(interceptor)
@@ -304,14 +328,30 @@ mod tests {
         proof::Key::new("interceptor-unit-test-key-0123456789abcdef").unwrap()
     }
 
+    /// A token the test issuer signed.
     fn token(claims: Value) -> String {
-        let enc =
-            |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        crate::jwt::tests::signed(&claims)
+    }
+
+    /// The claims as a client would forge them: the issuer's header, no
+    /// signature of the issuer's.
+    fn unsigned(claims: Value) -> String {
+        let enc = |v: &Value| {
+            use base64::Engine as _;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        };
         format!(
             "{}.{}.c2lnbmF0dXJl",
-            enc(&json!({"alg": "RS256", "kid": "k"})),
+            enc(&json!({"alg": "RS256", "kid": "test-rsa-1"})),
             enc(&claims)
         )
+    }
+
+    fn interceptor() -> Interceptor {
+        let keys =
+            crate::jwt::KeySet::from_jwks(&serde_json::from_str(crate::jwt::tests::JWKS).unwrap())
+                .unwrap();
+        Interceptor::new(key(), 60, ISS.into(), Jwks::fixed(keys))
     }
 
     fn call(auth: Option<String>, client_principal: &str) -> Value {
@@ -329,15 +369,16 @@ mod tests {
                         "arguments": {"retrieval_scope_id": "e"}}}}}})
     }
 
-    #[test]
-    fn the_principal_comes_from_the_token_and_replaces_the_clients() {
-        let i = Interceptor::new(key(), 60, Some(ISS.into()));
+    #[tokio::test]
+    async fn the_principal_comes_from_the_token_and_replaces_the_clients() {
+        let i = interceptor();
         let bearer = format!(
             "Bearer {}",
             token(json!({"iss": ISS, "sub": "u-1", "exp": 2000}))
         );
         let out = i
             .intercept(&call(Some(bearer), "jwt:x#victim"), 1000)
+            .await
             .unwrap();
         assert_eq!(out["interceptorOutputVersion"], "1.0");
         let req = &out["mcp"]["transformedGatewayRequest"];
@@ -357,9 +398,9 @@ mod tests {
         assert_eq!(req["headers"].as_object().unwrap().len(), 2, "{req}");
     }
 
-    #[test]
-    fn a_call_without_a_usable_token_is_answered_with_a_tool_error() {
-        let i = Interceptor::new(key(), 60, Some(ISS.into()));
+    #[tokio::test]
+    async fn a_call_without_a_usable_token_is_answered_with_a_tool_error() {
+        let i = interceptor();
         let ok = json!({"iss": ISS, "sub": "u-1", "exp": 2000});
         let mut missing_sub = ok.clone();
         missing_sub.as_object_mut().unwrap().remove("sub");
@@ -372,6 +413,18 @@ mod tests {
         // Two spellings of the name, the second with a forged subject.
         let mut two = call(Some(format!("Bearer {}", token(ok))), "jwt:x#victim");
         let forged = token(json!({"iss": ISS, "sub": "victim", "exp": 2000}));
+        // Claims the issuer never signed, and a token signed, then altered.
+        let claims_only = unsigned(json!({"iss": ISS, "sub": "victim", "exp": 2000}));
+        let good = token(json!({"iss": ISS, "sub": "u-1", "exp": 2000}));
+        let (head, rest) = good.split_once('.').unwrap();
+        let altered = format!(
+            "{head}.{}.{}",
+            unsigned(json!({"iss": ISS, "sub": "victim", "exp": 2000}))
+                .split('.')
+                .nth(1)
+                .unwrap(),
+            rest.split_once('.').unwrap().1
+        );
         two["mcp"]["gatewayRequest"]["headers"]["authorization"] =
             Value::from(format!("Bearer {forged}"));
         let inputs = [
@@ -382,11 +435,13 @@ mod tests {
             Some(format!("Bearer {}", token(other_issuer))),
             Some(format!("Bearer {}", token(expired))),
             Some(format!("Bearer {}", token(spaced))),
+            Some(format!("Bearer {claims_only}")),
+            Some(format!("Bearer {altered}")),
         ]
         .map(|auth| call(auth, "jwt:x#victim"));
         for input in inputs.into_iter().chain([two]) {
             let headers = &input["mcp"]["gatewayRequest"]["headers"];
-            let out = i.intercept(&input, 1000).unwrap();
+            let out = i.intercept(&input, 1000).await.unwrap();
             let resp = &out["mcp"]["transformedGatewayResponse"];
             assert_eq!(resp["body"]["id"], 9, "{headers}");
             assert_eq!(resp["body"]["result"]["isError"], true, "{headers}");
@@ -399,12 +454,12 @@ mod tests {
         }
     }
 
-    #[test]
-    fn other_methods_pass_and_garbage_fails() {
-        let i = Interceptor::new(key(), 60, None);
+    #[tokio::test]
+    async fn other_methods_pass_and_garbage_fails() {
+        let i = interceptor();
         let list = json!({"interceptorInputVersion": "1.0", "mcp": {"gatewayRequest": {
             "body": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}}});
-        let out = i.intercept(&list, 0).unwrap();
+        let out = i.intercept(&list, 0).await.unwrap();
         assert_eq!(
             out["mcp"]["transformedGatewayRequest"]["body"]["method"],
             "tools/list"
@@ -413,13 +468,13 @@ mod tests {
             .get("headers")
             .is_none());
         for bad in [json!({}), json!([]), json!({"mcp": {"gatewayRequest": 3}})] {
-            assert!(i.intercept(&bad, 0).is_err(), "{bad}");
+            assert!(i.intercept(&bad, 0).await.is_err(), "{bad}");
         }
     }
 
-    #[test]
-    fn a_batch_or_a_token_not_valid_yet_is_refused() {
-        let i = Interceptor::new(key(), 60, Some(ISS.into()));
+    #[tokio::test]
+    async fn a_batch_or_a_token_not_valid_yet_is_refused() {
+        let i = interceptor();
         let bearer = |claims: Value| Some(format!("Bearer {}", token(claims)));
         let refused = |out: &Value| {
             out["mcp"]["transformedGatewayResponse"]["body"]["result"]["isError"] == true
@@ -429,20 +484,30 @@ mod tests {
         let mut batch = call(bearer(json!({"iss": ISS, "sub": "u-1", "exp": 2000})), "x");
         let one = batch["mcp"]["gatewayRequest"]["body"].clone();
         batch["mcp"]["gatewayRequest"]["body"] = json!([one.clone(), one]);
-        assert!(refused(&i.intercept(&batch, 1000).unwrap()));
+        assert!(refused(&i.intercept(&batch, 1000).await.unwrap()));
         // Expiring now; not valid until past the allowed skew; valid within it.
-        let at = |claims: Value| i.intercept(&call(bearer(claims), "x"), 1000).unwrap();
-        assert!(refused(&at(json!({"iss": ISS, "sub": "u-1", "exp": 1000}))));
         let late = 1000 + proof::CLOCK_SKEW + 1;
-        assert!(refused(&at(
-            json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": late})
-        )));
-        assert!(refused(&at(
-            json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": "0"})
-        )));
         let soon = 1000 + proof::CLOCK_SKEW;
-        assert!(!refused(&at(
-            json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": soon})
-        )));
+        for (claims, refuse) in [
+            (json!({"iss": ISS, "sub": "u-1", "exp": 1000}), true),
+            (
+                json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": late}),
+                true,
+            ),
+            (
+                json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": "0"}),
+                true,
+            ),
+            (
+                json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": soon}),
+                false,
+            ),
+        ] {
+            let out = i
+                .intercept(&call(bearer(claims.clone()), "x"), 1000)
+                .await
+                .unwrap();
+            assert_eq!(refused(&out), refuse, "{claims}");
+        }
     }
 }

@@ -18,6 +18,8 @@ pub mod http;
 #[cfg(feature = "lambda")]
 pub mod interceptor;
 #[cfg(feature = "lambda")]
+pub mod jwt;
+#[cfg(feature = "lambda")]
 pub mod lambda;
 pub mod operation;
 pub mod principal;

@@ -216,6 +216,9 @@ pub mod proof {
     //! client context. The REQUEST interceptor is the one component that sees
     //! the bearer token the gateway's inbound authorizer validated
     //! (`passRequestHeaders: true`), so it sets the principal — and signs it.
+    //! It checks the token's signature against the issuer's keys itself
+    //! ([`crate::jwt`] with the `lambda` feature), so a proof is made only
+    //! for a token the issuer signed, whoever invokes the interceptor.
     //!
     //! # The proof
     //!
