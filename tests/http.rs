@@ -578,3 +578,39 @@ async fn a_web_page_cannot_speak_for_this_machine() {
     assert_eq!(events().await, before + 2);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_is_refused_at_the_request_deadline() {
+    let db = TestDb::with_sample("http_slow_body").await;
+    let profile = RetrievalProfile {
+        request_deadline_ms: 300,
+        ..RetrievalProfile::default()
+    };
+    let server = Server::start(ctx(&db, profile)).await;
+    // A body announced as 100 bytes of which 9 arrive; the connection
+    // stays open.
+    let mut s = TcpStream::connect(server.addr).await.expect("connect");
+    let head = format!(
+        "POST /api/search HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         content-length: 100\r\n\r\n{{\"query\":",
+        server.addr
+    );
+    s.write_all(head.as_bytes()).await.expect("write");
+    let mut buf = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(20), s.read_to_end(&mut buf))
+        .await
+        .expect("an answer and the connection closed, not a wait for the rest of the body")
+        .expect("read");
+    let r = parse(&buf);
+    r.assert_error(400, "invalid_json", None);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not arrive in full"),
+        "{}",
+        r.json()
+    );
+    drop(s);
+    server.shutdown().await;
+}

@@ -791,6 +791,17 @@ async fn search_products_serves_every_sample_event() {
     assert_eq!(error_of(&v), ("invalid_json", None));
     let v = f.tool_answer(b"{not json", Some(&cc)).await;
     assert_eq!(error_of(&v), ("invalid_json", None));
+    // A key named twice, at the top or inside the filters: refused as over
+    // HTTP, and no search ran (the receipts count stays).
+    let before = receipts_of(&db, me.as_str()).await;
+    for twice in [
+        r#"{"query": "kettle", "query": "zzzz", "limit": 1}"#,
+        r#"{"query": "kettle", "filters": {"in_stock_only": true, "in_stock_only": false}}"#,
+    ] {
+        let v = f.tool_answer(twice.as_bytes(), Some(&cc)).await;
+        assert_eq!(error_of(&v), ("invalid_json", None), "{twice}");
+    }
+    assert_eq!(receipts_of(&db, me.as_str()).await, before);
     // Errors over AgentCore are function errors (the gateway's `isError`),
     // typed by the stable code, with the envelope as the message.
     match f.invoke(b"{not json", Some(&cc)).await {

@@ -67,9 +67,16 @@ fn server_args(db: &TestDb, identity: &[&str]) -> Vec<String> {
 
 /// Runs the client script; its JSON report.
 async fn client(args: &[String]) -> Value {
+    client_with(args, &[]).await.0
+}
+
+/// [`client`] with more environment for the client; the report and the
+/// session's stderr (the server's log over stdio).
+async fn client_with(args: &[String], env: &[(&str, &str)]) -> (Value, String) {
     let mut cmd = Command::new(python());
     cmd.arg(repo().join("tests/mcp_client.py"))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .kill_on_drop(true);
     let out = tokio::time::timeout(SESSION_TIMEOUT, cmd.output())
@@ -83,8 +90,9 @@ async fn client(args: &[String]) -> Value {
         "the MCP client failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("the client's report is not JSON ({e}):\n{stdout}\n{stderr}"))
+    let report = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client's report is not JSON ({e}):\n{stdout}\n{stderr}"));
+    (report, stderr.to_string())
 }
 
 /// Everything the session must show, whatever the transport.
@@ -267,4 +275,43 @@ async fn an_identity_is_required() {
         .await
         .expect("run mosaic mcp");
     assert!(!out.status.success());
+}
+
+#[tokio::test]
+async fn a_call_past_the_request_deadline_is_unavailable() {
+    // The receipts held by another transaction: the explain call's read
+    // waits, and the request deadline (100 ms here, as over HTTP and in the
+    // functions) ends it long before the statement timeout would.
+    let db = TestDb::with_sample("mcp_deadline").await;
+    let mut owner = db.owner().await;
+    let lock = owner.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE receipts.search_events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let mut args: Vec<String> = [
+        "--explain",
+        "0b6f7d3c-5e2a-4c8b-9f1d-2a3b4c5d6e7f",
+        "--server-env",
+        "MOSAIC_REQUEST_DEADLINE_MS=100",
+        "--server-env",
+        "MOSAIC_STATEMENT_TIMEOUT_MS=60000",
+        "--server-env",
+        "MOSAIC_LOG=error",
+        "stdio",
+        MOSAIC,
+        "mcp",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(server_args(&db, &["--principal", "alice"]));
+    let (report, log) = client_with(&args, &[]).await;
+    lock.rollback().await.unwrap();
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{report}");
+    assert_eq!(calls[0]["is_error"], true, "{report}");
+    assert_eq!(
+        calls[0]["structured"]["error"]["code"], "unavailable",
+        "{report}"
+    );
+    assert!(log.contains("the 100 ms deadline passed"), "{log}");
 }

@@ -13,7 +13,9 @@ exist. Prints one JSON document on stdout: the server's identity, the tool
 list as received, and every call with its arguments, `isError`, structured
 content and text. The integration test (tests/mcp.rs) asserts on it.
 With --explain, the session is initialize and one explain_retrieval call
-on the given retrieval scope (another process's search, say).
+on the given retrieval scope (another process's search, say). Each
+--server-env NAME=VALUE is added to the stdio server's environment (the SDK
+passes it only a safe few of the client's variables).
 """
 
 import argparse
@@ -23,7 +25,7 @@ import sys
 import uuid
 
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -124,13 +126,17 @@ async def main():
     p.add_argument("--query", default="wireless headphones")
     p.add_argument("--record", action="store_true")
     p.add_argument("--explain", metavar="SCOPE")
+    p.add_argument("--server-env", metavar="NAME=VALUE", action="append", default=[],
+                   help="a variable for the stdio server's environment (repeatable)")
     p.add_argument("transport", choices=["stdio", "http"])
     p.add_argument("target", nargs=argparse.REMAINDER)
     a = p.parse_args()
     if not a.target:
         p.error("stdio needs the server command, http the endpoint URL")
     if a.transport == "stdio":
-        params = StdioServerParameters(command=a.target[0], args=a.target[1:])
+        env = get_default_environment()
+        env.update(v.split("=", 1) for v in a.server_env)
+        params = StdioServerParameters(command=a.target[0], args=a.target[1:], env=env)
         async with stdio_client(params) as (read, write):
             out = await session(read, write, a.query, "stdio", a.explain)
     else:

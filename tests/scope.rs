@@ -568,6 +568,12 @@ async fn evidence_answers_spec_and_review_questions_with_sources() {
             "evidence_query",
         ),
         (
+            "a question of invisible characters only",
+            with("evidence_query", json!("\u{200B} \u{200B}")),
+            "invalid_argument",
+            "evidence_query",
+        ),
+        (
             "long question",
             with("evidence_query", json!("a".repeat(1001))),
             "invalid_argument",

@@ -192,7 +192,16 @@ impl ServerHandler for McpServer {
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         let started = Instant::now();
-        let out = mosaic::error::catch_panic(op.call(&self.ctx, &self.principal, &args)).await;
+        // The same request deadline as the HTTP routes and the functions:
+        // past it the call's future is dropped, its statement cancelled, and
+        // the answer is `unavailable`.
+        let deadline = std::time::Duration::from_millis(self.ctx.profile.request_deadline_ms);
+        let out = mosaic::db::within(
+            deadline,
+            "request",
+            mosaic::error::catch_panic(op.call(&self.ctx, &self.principal, &args)),
+        )
+        .await;
         let ms = started.elapsed().as_millis() as u64;
         match &out {
             Ok(_) => tracing::info!(tool = %name, ms, "mcp call"),

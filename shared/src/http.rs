@@ -281,6 +281,13 @@ fn parse_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
     }
 }
 
+/// `bytes` as one JSON value in which no object names a key twice (the
+/// check of [`parse_object`], for transports that read a whole event as the
+/// arguments: the functions' tool calls).
+pub fn parse_unique(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice::<Unique>(bytes).map(|u| u.0)
+}
+
 /// A JSON value in which no object names a key twice.
 struct Unique(Value);
 

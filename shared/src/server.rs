@@ -94,7 +94,7 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
         Err(e) => HttpResponse::error(e),
         // One byte over the limit is enough for the router to refuse with
         // its own 413; reading stops there.
-        Ok(p) => match read_capped(body, app.max_body.saturating_add(1)).await {
+        Ok(p) => match read_in_time(body, app.max_body.saturating_add(1), &app.ctx).await {
             Err(e) => HttpResponse::error(&e),
             Ok(bytes) if !bytes.is_empty() && !json_body(&parts.headers) => {
                 HttpResponse::error(&Error::invalid(
@@ -216,6 +216,20 @@ fn principal(headers: &HeaderMap) -> Result<Principal, Error> {
 /// Reads at most `cap` bytes of the body. Past the cap, up to [`DRAIN`]
 /// more bytes are read and discarded (for at most [`DRAIN_TIME`]) so that a
 /// client still sending sees the 413 instead of a broken pipe.
+/// [`read_capped`] within the request deadline: a body that has not arrived
+/// by then (a client that stops sending) is refused, so that it holds no
+/// task and connection for longer than a request may take.
+async fn read_in_time(body: Body, cap: usize, ctx: &Ctx) -> Result<Vec<u8>, Error> {
+    let deadline = Duration::from_millis(ctx.profile.request_deadline_ms);
+    match tokio::time::timeout(deadline, read_capped(body, cap)).await {
+        Ok(read) => read,
+        Err(_) => Err(Error::invalid_json(format!(
+            "the request body did not arrive in full within {} ms",
+            deadline.as_millis()
+        ))),
+    }
+}
+
 async fn read_capped(body: Body, cap: usize) -> Result<Vec<u8>, Error> {
     let mut stream = body.into_data_stream();
     let mut out = Vec::new();

@@ -121,14 +121,18 @@ fn product_id(v: &Value, field: &str) -> Result<String, Error> {
     }
 }
 
-/// A required free-text argument: trimmed, non-empty, at most `max` chars,
-/// no control characters.
+/// A required free-text argument: at most `max` chars, no control
+/// characters, normalised as a search query is (whitespace runs as one
+/// space, invisible characters dropped: [`request::normalize_query`]), and
+/// not empty once normalised.
 fn text(obj: &Map<String, Value>, field: &str, max: usize) -> Result<String, Error> {
     let v = obj.get(field).unwrap_or(&Value::Null);
     if v.is_null() {
         return Err(Error::invalid(field, format!("`{field}` is required")));
     }
     request::string(v, field, max, TextKind::Prose)?
+        .map(|t| request::normalize_query(&t))
+        .filter(|t| !t.is_empty())
         .ok_or_else(|| Error::invalid(field, format!("`{field}` must not be empty")))
 }
 

@@ -154,11 +154,22 @@ pub(crate) fn string(
     }
 }
 
-/// An optional whole number in `min..=max`.
+/// An optional whole number in `min..=max`. A number written with a
+/// fraction of zero (`5.0`, `-0`, `1e3`) is that whole number, as JSON
+/// Schema's `integer` (the contract's type) counts it; `2.5` is not.
 pub(crate) fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Option<i64>, Error> {
+    // Past 2^53 a double no longer holds every whole number exactly.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    let whole = |n: &serde_json::Number| {
+        n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() <= EXACT)
+                .map(|f| f as i64)
+        })
+    };
     match v {
         Value::Null => Ok(None),
-        Value::Number(n) => match n.as_i64() {
+        Value::Number(n) => match whole(n) {
             Some(i) if (min..=max).contains(&i) => Ok(Some(i)),
             _ => Err(Error::invalid(
                 field,
@@ -447,6 +458,40 @@ mod tests {
 
     fn parse(v: Value) -> Result<SearchRequest, Error> {
         SearchRequest::from_json(&v, Shape::Nested, &RetrievalProfile::default())
+    }
+
+    #[test]
+    fn a_whole_number_may_be_written_with_a_zero_fraction() {
+        for (written, want) in [
+            (json!(5), Some(5)),
+            (json!(5.0), Some(5)),
+            (json!(-0.0), Some(0)),
+            (serde_json::from_str::<Value>("1e1").unwrap(), Some(10)),
+            (Value::Null, None),
+        ] {
+            assert_eq!(
+                integer(&written, "limit", 0, 50).unwrap(),
+                want,
+                "{written}"
+            );
+        }
+        for refused in [
+            json!(2.5),
+            json!(-1.0),
+            json!(51.0),
+            json!(1e300),
+            json!(9_007_199_254_740_994.0),
+            json!("5"),
+        ] {
+            let e = integer(&refused, "limit", 0, i64::MAX).map(|_| ()).err();
+            let e = e.or_else(|| integer(&refused, "limit", 0, 50).err());
+            assert!(e.is_some(), "{refused}");
+        }
+        let r = parse(json!({"query": "x", "limit": 5.0,
+            "filters": {"max_price_cents": 5000.0}}))
+        .unwrap();
+        assert_eq!(r.limit, 5);
+        assert_eq!(r.filters.max_price_cents, Some(5000));
     }
 
     #[test]

@@ -73,6 +73,14 @@ const CONTEXT_WORDS: usize = 4;
 /// How many trigram neighbours of an unknown word are compared by edits.
 const NEIGHBOURS: i64 = 20;
 
+/// At most this many (tied candidate, context word) pairs are asked about
+/// in one query, one index lookup each: those of the first misspelt words
+/// with a tie, in the query's order. A query of a few misspelt words asks
+/// a dozen or two; without the cap, two hundred made-up words one edit from
+/// several vocabulary words each asked a thousand. The ties past it are
+/// settled as without context (the closest, then the most products).
+pub const MAX_CONTEXT_PAIRS: usize = 64;
+
 /// The longest word the catalog's vocabulary keeps
 /// (`sql/0014_query_vocabulary.sql`, `sql/0017_catalog_terms_by_difference.sql`).
 pub const VOCABULARY_LONGEST_WORD: usize = 64;
@@ -417,21 +425,7 @@ pub async fn understand<C: GenericClient>(
             .map(|(w, _)| context_words(positive, w, &misspelt))
             .collect(),
     };
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    for ((w, neighbours), others) in found.iter().zip(&context) {
-        let tied = closest(w, neighbours);
-        if tied.len() < 2 {
-            continue;
-        }
-        for other in others {
-            for (to, _, _) in &tied {
-                let pair = (to.clone(), other.clone());
-                if !pairs.contains(&pair) {
-                    pairs.push(pair);
-                }
-            }
-        }
-    }
+    let pairs = context_pairs(&found, &context);
     let together = held_together(db, &pairs).await?;
     let held: HashSet<(&str, &str)> = pairs
         .iter()
@@ -464,6 +458,35 @@ pub async fn understand<C: GenericClient>(
         unknown,
         bounds: Vec::new(),
     })
+}
+
+/// The (tied candidate, context word) pairs whose co-occurrence settles the
+/// ties of the misspelt words `found` (each with its vocabulary neighbours),
+/// `context` holding each one's context words: each pair once, in the
+/// query's order, at most [`MAX_CONTEXT_PAIRS`].
+pub fn context_pairs(
+    found: &[(String, Vec<(String, i32)>)],
+    context: &[Vec<String>],
+) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for ((w, neighbours), others) in found.iter().zip(context) {
+        let tied = closest(w, neighbours);
+        if tied.len() < 2 {
+            continue;
+        }
+        for other in others {
+            for (to, _, _) in &tied {
+                let pair = (to.clone(), other.clone());
+                if pairs.len() == MAX_CONTEXT_PAIRS {
+                    return pairs;
+                }
+                if !pairs.contains(&pair) {
+                    pairs.push(pair);
+                }
+            }
+        }
+    }
+    pairs
 }
 
 /// For each (vocabulary word, query word) of `pairs`, whether some product
@@ -499,6 +522,37 @@ async fn held_together<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_of_many_tied_misspellings_asks_a_bounded_number_of_pairs() {
+        // Each made-up word is one edit from three vocabulary words held by
+        // as many products: a three-way tie.
+        let tie = |w: &str| {
+            neighbours(&[
+                (&format!("{w}a"), 10),
+                (&format!("{w}b"), 10),
+                (&format!("{w}c"), 10),
+            ])
+        };
+        let letter = |n: usize| char::from(b'a' + (n % 26) as u8);
+        let words: Vec<String> = (0..200)
+            .map(|i| format!("zq{}{}{}", letter(i / 676), letter(i / 26), letter(i)))
+            .collect();
+        let found: Vec<(String, Vec<(String, i32)>)> =
+            words.iter().map(|w| (w.clone(), tie(w))).collect();
+        let context: Vec<Vec<String>> = (0..200)
+            .map(|i| (1..=4).map(|k| format!("ctx{}", (i + k) % 200)).collect())
+            .collect();
+        let pairs = context_pairs(&found, &context);
+        assert_eq!(pairs.len(), MAX_CONTEXT_PAIRS);
+        // The first misspelt words' pairs, each once.
+        assert_eq!(pairs[0], ("zqaaaa".to_string(), "ctx1".to_string()));
+        let unique: HashSet<&(String, String)> = pairs.iter().collect();
+        assert_eq!(unique.len(), pairs.len());
+        // A query of two misspelt words asks all of its pairs.
+        let few = context_pairs(&found[..2], &context[..2]);
+        assert_eq!(few.len(), 2 * 4 * 3);
+    }
 
     #[test]
     fn a_word_no_vocabulary_word_can_be_near_is_not_looked_up() {
