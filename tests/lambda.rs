@@ -44,6 +44,8 @@ use tokio::task::JoinHandle;
 const SUB: &str = "3f6c9a2e-8d41-4b7a-9e55-1c2d3e4f5a6b";
 /// The issuer of the sample events' tokens.
 const ISS: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Mosaic0Ex";
+/// The app client the sample events' tokens were issued to (`client_id`).
+const CLIENT_ID: &str = "5example0client0id0mosaic";
 /// The key the functions and the interceptor share in these tests.
 const PROOF_KEY: &str = "mosaic-lambda-tests-principal-proof-key-0001";
 /// The scope placeholder of the sample events.
@@ -487,6 +489,19 @@ impl Function {
             }
             Outcome::Error(e) => tool_error(&e),
         }
+    }
+
+    /// Waits for the process to exit after a failed start; the one init
+    /// error it reported to the Runtime API (its kind and body).
+    async fn init_failure(&mut self) -> (Option<String>, Value) {
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{} exits after a failed init", self.name))
+            .unwrap();
+        assert!(!status.success(), "{status:?}");
+        let mut errors = self.api.init_errors();
+        assert_eq!(errors.len(), 1, "{errors:?}\n{}", self.logs());
+        errors.remove(0)
     }
 
     fn assert_alive(&mut self) {
@@ -1198,14 +1213,7 @@ async fn a_configuration_error_is_reported_as_an_init_error() {
         ("MOSAIC_PRINCIPAL_PROOF_KEY", "too short"),
     ] {
         let mut f = Function::start("explain-retrieval", &db.runtime_url(), &[(var, value)]).await;
-        let status = tokio::time::timeout(Duration::from_secs(20), f.child.wait())
-            .await
-            .expect("the function exits after a failed init")
-            .unwrap();
-        assert!(!status.success(), "{status:?}");
-        let errors = f.api.init_errors();
-        assert_eq!(errors.len(), 1, "{errors:?}\n{}", f.logs());
-        let (kind, body) = &errors[0];
+        let (kind, body) = f.init_failure().await;
         assert_eq!(kind.as_deref(), Some("Runtime.ConfigurationError"));
         assert_eq!(body["errorType"], "Runtime.ConfigurationError", "{body}");
         assert!(
@@ -1454,14 +1462,8 @@ async fn in_aws_configuration_a_wrong_embedding_dimension_fails_the_start_up() {
         &[("MOSAIC_EMBEDDER", "bedrock:titan-v2:1024")],
     )
     .await;
-    let status = tokio::time::timeout(Duration::from_secs(30), f.child.wait())
-        .await
-        .expect("the function exits after a failed init")
-        .unwrap();
-    assert!(!status.success());
-    let errors = f.api.init_errors();
-    assert_eq!(errors.len(), 1, "{errors:?}\n{}", f.logs());
-    let message = errors[0].1["errorMessage"].as_str().unwrap().to_string();
+    let (_, body) = f.init_failure().await;
+    let message = body["errorMessage"].as_str().unwrap().to_string();
     assert!(
         message.contains("1024") && message.contains("384"),
         "{message}"
@@ -2032,6 +2034,8 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
         "",
         &[
             ("MOSAIC_JWT_ISSUER", ISS),
+            ("MOSAIC_JWT_AUDIENCE", CLIENT_ID),
+            ("MOSAIC_JWT_AUDIENCE_CLAIM", "client_id"),
             ("MOSAIC_JWT_DISCOVERY_URL", &issuer.discovery_url()),
         ],
     )
@@ -2145,35 +2149,39 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
     );
     search.assert_alive();
 
-    // Without a key, or without an issuer whose keys it checks tokens
-    // against, the interceptor does not start.
+    // Without a key, an issuer whose keys it checks tokens against, or the
+    // audience its tokens must be for, the interceptor does not start.
     for (env, named) in [
         (
             [
                 ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
                 ("MOSAIC_JWT_ISSUER", ISS),
+                ("MOSAIC_JWT_AUDIENCE", CLIENT_ID),
             ],
             "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN",
         ),
         (
-            [("MOSAIC_JWT_ISSUER", ""), ("MOSAIC_JWT_ISSUER", "")],
+            [
+                ("MOSAIC_JWT_ISSUER", ""),
+                ("MOSAIC_JWT_AUDIENCE", CLIENT_ID),
+                ("MOSAIC_JWT_AUDIENCE", CLIENT_ID),
+            ],
             "MOSAIC_JWT_ISSUER",
+        ),
+        (
+            [
+                ("MOSAIC_JWT_ISSUER", ISS),
+                ("MOSAIC_JWT_AUDIENCE", " , "),
+                ("MOSAIC_JWT_AUDIENCE", " , "),
+            ],
+            "MOSAIC_JWT_AUDIENCE",
         ),
     ] {
         let mut refused = Function::start("identity-interceptor", "", &env).await;
-        let status = tokio::time::timeout(Duration::from_secs(20), refused.child.wait())
-            .await
-            .expect("the interceptor exits after a failed init")
-            .unwrap();
-        assert!(!status.success());
-        let errors = refused.api.init_errors();
-        assert_eq!(errors.len(), 1, "{errors:?}");
+        let (_, body) = refused.init_failure().await;
         assert!(
-            errors[0].1["errorMessage"]
-                .as_str()
-                .unwrap()
-                .contains(named),
-            "{errors:?}"
+            body["errorMessage"].as_str().unwrap().contains(named),
+            "{body}"
         );
     }
 }

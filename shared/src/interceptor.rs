@@ -48,7 +48,8 @@
 //! * `tools/call` without one (no `Authorization` bearer token, a token
 //!   that does not decode, a signature that is not the issuer's, no
 //!   `iss`/`sub`, a malformed one, an expired one, an issuer other than
-//!   `MOSAIC_JWT_ISSUER`): answers
+//!   `MOSAIC_JWT_ISSUER`, an audience other than `MOSAIC_JWT_AUDIENCE`'s):
+//!   answers
 //!   at once with an MCP tool error (`isError: true`, the `unauthenticated`
 //!   envelope as text); the target is not called.
 //! * Any other method (`initialize`, `tools/list`, ...): forwarded
@@ -68,6 +69,8 @@
 //! | `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN` / `MOSAIC_PRINCIPAL_PROOF_KEY` | The proof key, as for the functions ([`crate::lambda`]); required. |
 //! | `MOSAIC_PRINCIPAL_PROOF_TTL_SECONDS` | A proof's lifetime (default [`proof::DEFAULT_TTL`], 5..=900). |
 //! | `MOSAIC_JWT_ISSUER` | The only issuer accepted; required. |
+//! | `MOSAIC_JWT_AUDIENCE` | The audiences (or app clients) accepted, comma-separated, as the gateway's authorizer allows them; required. |
+//! | `MOSAIC_JWT_AUDIENCE_CLAIM` | Which claim holds them: `aud` (default; a string or an array) or `client_id` (Amazon Cognito access tokens). |
 //! | `MOSAIC_JWT_DISCOVERY_URL` | Where the issuer's keys are found: its OpenID discovery document (`jwks_uri`); default `<MOSAIC_JWT_ISSUER>/.well-known/openid-configuration`, the gateway authorizer's own. |
 //! | `MOSAIC_JWT_JWKS_URL` | The issuer's JWK Set URL outright, instead of discovery. |
 
@@ -87,16 +90,57 @@ pub struct Interceptor {
     key: proof::Key,
     ttl: u64,
     issuer: String,
+    audience: Audience,
     keys: Jwks,
 }
 
+/// Which tokens of the issuer are for this gateway: the claim the gateway's
+/// authorizer matches and the values it allows (its `allowedAudience` or
+/// `allowedClients`). An issuer signs tokens for every application it
+/// serves; a token another application was given is none of this one's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audience {
+    /// `aud` (a string or an array of strings) or `client_id` (a string).
+    pub claim: AudienceClaim,
+    pub allowed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudienceClaim {
+    Aud,
+    ClientId,
+}
+
+impl Audience {
+    /// Whether `claims` name one of the allowed values in the claim.
+    fn admits(&self, claims: &Map<String, Value>) -> bool {
+        let allowed = |v: &Value| {
+            v.as_str()
+                .is_some_and(|a| self.allowed.iter().any(|x| x == a))
+        };
+        match (self.claim, claims.get(self.claim_name())) {
+            (AudienceClaim::Aud, Some(Value::Array(values))) => values.iter().any(allowed),
+            (_, Some(v)) => allowed(v),
+            (_, None) => false,
+        }
+    }
+
+    fn claim_name(&self) -> &'static str {
+        match self.claim {
+            AudienceClaim::Aud => "aud",
+            AudienceClaim::ClientId => "client_id",
+        }
+    }
+}
+
 impl Interceptor {
-    /// Accepts tokens of `issuer` signed by one of `keys`.
-    pub fn new(key: proof::Key, ttl: u64, issuer: String, keys: Jwks) -> Self {
+    /// Accepts tokens of `issuer` for `audience` signed by one of `keys`.
+    pub fn new(key: proof::Key, ttl: u64, issuer: String, audience: Audience, keys: Jwks) -> Self {
         Interceptor {
             key,
             ttl,
             issuer,
+            audience,
             keys,
         }
     }
@@ -127,16 +171,43 @@ impl Interceptor {
         )?;
         crate::principal::validate(crate::principal::Part::Issuer, &issuer)
             .map_err(|_| format!("MOSAIC_JWT_ISSUER={issuer:?} is not an issuer URL"))?;
+        let allowed: Vec<String> = set("MOSAIC_JWT_AUDIENCE")
+            .unwrap_or_default()
+            .split(',')
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if allowed.is_empty() {
+            return Err(
+                "no audience: set MOSAIC_JWT_AUDIENCE (the gateway authorizer's \
+                        allowed audiences or clients, comma-separated)"
+                    .into(),
+            );
+        }
+        let claim = match set("MOSAIC_JWT_AUDIENCE_CLAIM").as_deref() {
+            None | Some("aud") => AudienceClaim::Aud,
+            Some("client_id") => AudienceClaim::ClientId,
+            Some(other) => {
+                return Err(format!(
+                    "MOSAIC_JWT_AUDIENCE_CLAIM={other:?}: use aud or client_id"
+                ))
+            }
+        };
         let source = match (set("MOSAIC_JWT_JWKS_URL"), set("MOSAIC_JWT_DISCOVERY_URL")) {
             (Some(url), _) => Source::Url(url),
-            (None, Some(url)) => Source::Discovery(url),
-            (None, None) => Source::Discovery(format!(
-                "{}/.well-known/openid-configuration",
-                issuer.trim_end_matches('/')
-            )),
+            (None, url) => Source::Discovery {
+                url: url.unwrap_or_else(|| {
+                    format!(
+                        "{}/.well-known/openid-configuration",
+                        issuer.trim_end_matches('/')
+                    )
+                }),
+                issuer: issuer.clone(),
+            },
         };
         let keys = Jwks::remote(source)?;
-        Ok(Interceptor::new(key, ttl, issuer, keys))
+        let audience = Audience { claim, allowed };
+        Ok(Interceptor::new(key, ttl, issuer, audience, keys))
     }
 
     /// The interceptor's answer to one gateway request, at Unix time `now`.
@@ -220,6 +291,9 @@ impl Interceptor {
         let sub = text("sub").ok_or("the token has no sub")?;
         if iss != self.issuer {
             return Err("the token's issuer is not MOSAIC_JWT_ISSUER");
+        }
+        if !self.audience.admits(&claims) {
+            return Err("the token is not for this gateway's audience");
         }
         match claims.get("exp").and_then(Value::as_u64) {
             Some(exp) if exp <= now => return Err("the token has expired"),
@@ -310,6 +384,7 @@ pub async fn run() -> Result<(), lambda::BoxError> {
         tracing::info!(
             ttl_seconds = interceptor.ttl,
             issuer = %interceptor.issuer,
+            audience_claim = interceptor.audience.claim_name(),
             keys = ?interceptor.keys.source(),
             "ready"
         );
@@ -351,7 +426,11 @@ mod tests {
         let keys =
             crate::jwt::KeySet::from_jwks(&serde_json::from_str(crate::jwt::tests::JWKS).unwrap())
                 .unwrap();
-        Interceptor::new(key(), 60, ISS.into(), Jwks::fixed(keys))
+        let audience = Audience {
+            claim: AudienceClaim::Aud,
+            allowed: vec!["mosaic-app".into()],
+        };
+        Interceptor::new(key(), 60, ISS.into(), audience, Jwks::fixed(keys))
     }
 
     fn call(auth: Option<String>, client_principal: &str) -> Value {
@@ -374,7 +453,7 @@ mod tests {
         let i = interceptor();
         let bearer = format!(
             "Bearer {}",
-            token(json!({"iss": ISS, "sub": "u-1", "exp": 2000}))
+            token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000}))
         );
         let out = i
             .intercept(&call(Some(bearer), "jwt:x#victim"), 1000)
@@ -401,7 +480,7 @@ mod tests {
     #[tokio::test]
     async fn a_call_without_a_usable_token_is_answered_with_a_tool_error() {
         let i = interceptor();
-        let ok = json!({"iss": ISS, "sub": "u-1", "exp": 2000});
+        let ok = json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000});
         let mut missing_sub = ok.clone();
         missing_sub.as_object_mut().unwrap().remove("sub");
         let mut other_issuer = ok.clone();
@@ -412,14 +491,15 @@ mod tests {
         spaced["sub"] = "a b".into();
         // Two spellings of the name, the second with a forged subject.
         let mut two = call(Some(format!("Bearer {}", token(ok))), "jwt:x#victim");
-        let forged = token(json!({"iss": ISS, "sub": "victim", "exp": 2000}));
+        let forged = token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "victim", "exp": 2000}));
         // Claims the issuer never signed, and a token signed, then altered.
-        let claims_only = unsigned(json!({"iss": ISS, "sub": "victim", "exp": 2000}));
-        let good = token(json!({"iss": ISS, "sub": "u-1", "exp": 2000}));
+        let claims_only =
+            unsigned(json!({"iss": ISS, "aud": "mosaic-app", "sub": "victim", "exp": 2000}));
+        let good = token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000}));
         let (head, rest) = good.split_once('.').unwrap();
         let altered = format!(
             "{head}.{}.{}",
-            unsigned(json!({"iss": ISS, "sub": "victim", "exp": 2000}))
+            unsigned(json!({"iss": ISS, "aud": "mosaic-app", "sub": "victim", "exp": 2000}))
                 .split('.')
                 .nth(1)
                 .unwrap(),
@@ -455,6 +535,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_token_the_issuer_gave_another_application_is_refused() {
+        let i = interceptor();
+        let forwarded = |out: &Value| out["mcp"].get("transformedGatewayRequest").is_some();
+        for (aud, ok) in [
+            (json!("mosaic-app"), true),
+            (json!(["other-app", "mosaic-app"]), true),
+            (json!("other-app"), false),
+            (json!(["other-app"]), false),
+            (json!([]), false),
+            (json!(7), false),
+            (Value::Null, false),
+        ] {
+            let mut claims = json!({"iss": ISS, "sub": "u-1", "exp": 2000});
+            if !aud.is_null() {
+                claims["aud"] = aud.clone();
+            }
+            let bearer = Some(format!("Bearer {}", token(claims)));
+            let out = i.intercept(&call(bearer, "x"), 1000).await.unwrap();
+            assert_eq!(forwarded(&out), ok, "aud {aud}");
+        }
+        // Matched on client_id (Amazon Cognito access tokens carry no aud).
+        let keys =
+            crate::jwt::KeySet::from_jwks(&serde_json::from_str(crate::jwt::tests::JWKS).unwrap())
+                .unwrap();
+        let by_client = Interceptor::new(
+            key(),
+            60,
+            ISS.into(),
+            Audience {
+                claim: AudienceClaim::ClientId,
+                allowed: vec!["client-1".into()],
+            },
+            Jwks::fixed(keys),
+        );
+        for (claims, ok) in [
+            (
+                json!({"iss": ISS, "sub": "u", "exp": 2000, "client_id": "client-1"}),
+                true,
+            ),
+            (
+                json!({"iss": ISS, "sub": "u", "exp": 2000, "client_id": "client-2"}),
+                false,
+            ),
+            (
+                json!({"iss": ISS, "sub": "u", "exp": 2000, "aud": "client-1"}),
+                false,
+            ),
+        ] {
+            let bearer = Some(format!("Bearer {}", token(claims.clone())));
+            let out = by_client.intercept(&call(bearer, "x"), 1000).await.unwrap();
+            assert_eq!(forwarded(&out), ok, "{claims}");
+        }
+    }
+
+    #[tokio::test]
     async fn other_methods_pass_and_garbage_fails() {
         let i = interceptor();
         let list = json!({"interceptorInputVersion": "1.0", "mcp": {"gatewayRequest": {
@@ -481,7 +616,10 @@ mod tests {
                 && out["mcp"].get("transformedGatewayRequest").is_none()
         };
         // A batch of tool calls, with a good token.
-        let mut batch = call(bearer(json!({"iss": ISS, "sub": "u-1", "exp": 2000})), "x");
+        let mut batch = call(
+            bearer(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000})),
+            "x",
+        );
         let one = batch["mcp"]["gatewayRequest"]["body"].clone();
         batch["mcp"]["gatewayRequest"]["body"] = json!([one.clone(), one]);
         assert!(refused(&i.intercept(&batch, 1000).await.unwrap()));
@@ -489,17 +627,20 @@ mod tests {
         let late = 1000 + proof::CLOCK_SKEW + 1;
         let soon = 1000 + proof::CLOCK_SKEW;
         for (claims, refuse) in [
-            (json!({"iss": ISS, "sub": "u-1", "exp": 1000}), true),
             (
-                json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": late}),
+                json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 1000}),
                 true,
             ),
             (
-                json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": "0"}),
+                json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000, "nbf": late}),
                 true,
             ),
             (
-                json!({"iss": ISS, "sub": "u-1", "exp": 2000, "nbf": soon}),
+                json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000, "nbf": "0"}),
+                true,
+            ),
+            (
+                json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000, "nbf": soon}),
                 false,
             ),
         ] {

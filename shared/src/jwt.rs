@@ -17,11 +17,14 @@
 //!   `none`, the HMAC algorithms (a public key is no shared secret) and
 //!   anything else are refused.
 //! * [`Jwks`]: where the keys come from. A fixed set, or fetched over HTTPS
-//!   from the issuer: its OpenID discovery document's `jwks_uri`, or a JWKS
-//!   URL given outright. Fetched on first use and again when a token names a
-//!   `kid` the set lacks (an issuer rotating its keys), at most once per
-//!   [`REFRESH_EVERY`]; a failed fetch refuses the token, never skips the
-//!   check. Plain `http` only for a loopback host (tests).
+//!   (the web's public roots) from the issuer: its OpenID discovery
+//!   document's `jwks_uri` (the document must name the issuer as its own),
+//!   or a JWKS URL given outright. Fetched on first use, after [`MAX_AGE`],
+//!   and when a token names a `kid` the set lacks (an issuer rotating its
+//!   keys), at most once per [`REFRESH_EVERY`], within [`FETCH_BUDGET`]; a
+//!   token no key held can check is refused, never let through. Plain
+//!   `http` only when the configured URL is itself a loopback `http` one
+//!   (tests).
 //!
 //! The claims' meaning (`iss`, `exp`, `nbf`, `sub`) is the caller's to check.
 
@@ -35,11 +38,18 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// The least time between two fetches of the issuer's keys.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(30);
 
-/// How long one fetch (connection, TLS, request, response) may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(4);
+/// How long one fetch of the keys may take, discovery included: within
+/// the interceptor's 5 s function timeout, with time left to answer.
+const FETCH_BUDGET: Duration = Duration::from_secs(3);
+
+/// How long fetched keys serve before they are fetched again.
+pub const MAX_AGE: Duration = Duration::from_secs(3600);
 
 /// The largest discovery document or key set read.
 const MAX_DOCUMENT: usize = 256 * 1024;
+
+/// The largest response head read.
+const MAX_HEAD: usize = 16 * 1024;
 
 /// The signature algorithms a key set can check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,15 +324,29 @@ impl Token {
 /// Where an issuer's keys come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The OpenID discovery document's `jwks_uri`.
-    Discovery(String),
+    /// The OpenID discovery document at `url` (its `jwks_uri`), which must
+    /// name `issuer` as its own (OpenID Connect Discovery 1.0, 4.3): a
+    /// document of another issuer's would let that issuer's keys speak for
+    /// this one.
+    Discovery { url: String, issuer: String },
     /// A JWK Set URL.
     Url(String),
 }
 
+impl Source {
+    fn url(&self) -> &str {
+        match self {
+            Source::Discovery { url, .. } | Source::Url(url) => url,
+        }
+    }
+}
+
 struct Cached {
     keys: KeySet,
-    fetched: Option<Instant>,
+    /// The last fetch tried (for [`REFRESH_EVERY`]).
+    tried: Option<Instant>,
+    /// The last fetch that succeeded (for [`MAX_AGE`]).
+    loaded: Option<Instant>,
 }
 
 /// An issuer's keys: fixed, or fetched and kept (see the module
@@ -343,6 +367,14 @@ impl std::fmt::Debug for Jwks {
     }
 }
 
+/// Why the keys were not fetched now.
+enum NotFetched {
+    /// The last try was less than [`REFRESH_EVERY`] ago.
+    TooSoon,
+    /// The fetch failed (logged).
+    Failed,
+}
+
 impl Jwks {
     /// A fixed key set (tests; an issuer whose keys are configured).
     pub fn fixed(keys: KeySet) -> Jwks {
@@ -352,21 +384,25 @@ impl Jwks {
             refresh_every: REFRESH_EVERY,
             cached: tokio::sync::Mutex::new(Cached {
                 keys,
-                fetched: None,
+                tried: None,
+                loaded: None,
             }),
         }
     }
 
-    /// Keys fetched from `source`, trusting the public roots for HTTPS.
+    /// Keys fetched from `source`, over TLS trusting the web's public roots
+    /// (plain HTTP only when `source` itself is a loopback `http` URL: tests).
     pub fn remote(source: Source) -> Result<Jwks, String> {
-        let tls = crate::tls::client_config(crate::tls::Roots::Public, None)?;
+        parse_url(source.url(), true)?;
+        let tls = crate::tls::client_config(crate::tls::Roots::Web, None)?;
         Ok(Jwks {
             source: Some(source),
             tls: Some(tls),
             refresh_every: REFRESH_EVERY,
             cached: tokio::sync::Mutex::new(Cached {
                 keys: KeySet::default(),
-                fetched: None,
+                tried: None,
+                loaded: None,
             }),
         })
     }
@@ -378,50 +414,82 @@ impl Jwks {
 
     /// The token's claims when the issuer signed it: checked against the
     /// keys held, and when none matches its `kid`, against the issuer's
-    /// current keys (fetched at most once per [`REFRESH_EVERY`]).
+    /// current keys (fetched at most once per [`REFRESH_EVERY`]). Keys held
+    /// for [`MAX_AGE`] are fetched again first; if that fetch fails they
+    /// still serve (the failure is logged), so an issuer's outage does not
+    /// stop every call, while a key it withdrew leaves within the hour.
     pub async fn verify(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
         let token = Token::parse(token)?;
         let mut cached = self.cached.lock().await;
+        if cached.loaded.is_some_and(|at| at.elapsed() >= MAX_AGE) {
+            let _ = self.fetch(&mut cached).await;
+        }
         match cached.keys.check(&token) {
             Err(Refusal::UnknownKey) => {}
             done => return done,
         }
+        match self.fetch(&mut cached).await {
+            Ok(()) => cached.keys.check(&token),
+            // Never fetched, or the fetch failed: say so, not "no key".
+            Err(NotFetched::Failed) => Err(Refusal::KeysUnavailable),
+            Err(NotFetched::TooSoon) if cached.loaded.is_none() && self.source.is_some() => {
+                Err(Refusal::KeysUnavailable)
+            }
+            Err(NotFetched::TooSoon) => Err(Refusal::UnknownKey),
+        }
+    }
+
+    /// Fetches the keys into `cached`, unless tried less than
+    /// [`REFRESH_EVERY`] ago or the set is fixed.
+    async fn fetch(&self, cached: &mut Cached) -> Result<(), NotFetched> {
         let (Some(source), Some(tls)) = (&self.source, &self.tls) else {
-            return Err(Refusal::UnknownKey);
+            return Err(NotFetched::TooSoon);
         };
         if cached
-            .fetched
+            .tried
             .is_some_and(|at| at.elapsed() < self.refresh_every)
         {
-            return Err(Refusal::UnknownKey);
+            return Err(NotFetched::TooSoon);
         }
-        cached.fetched = Some(Instant::now());
-        match fetch_keys(source, tls).await {
+        cached.tried = Some(Instant::now());
+        let fetched = tokio::time::timeout(FETCH_BUDGET, fetch_keys(source, tls))
+            .await
+            .unwrap_or_else(|_| Err(format!("no key set within {FETCH_BUDGET:?}")));
+        match fetched {
             Ok(keys) => {
                 tracing::info!(keys = keys.len(), "the issuer's keys fetched");
                 cached.keys = keys;
+                cached.loaded = Some(Instant::now());
+                Ok(())
             }
             Err(e) => {
                 tracing::error!(error = %e, "the issuer's keys could not be fetched");
-                return Err(Refusal::KeysUnavailable);
+                Err(NotFetched::Failed)
             }
         }
-        cached.keys.check(&token)
     }
 }
 
 /// The key set at `source`.
 async fn fetch_keys(source: &Source, tls: &Arc<rustls::ClientConfig>) -> Result<KeySet, String> {
+    // Plain HTTP only where the configured URL itself is loopback HTTP.
+    let plain = parse_url(source.url(), true).is_ok_and(|u| !u.tls);
     let url = match source {
         Source::Url(u) => u.clone(),
-        Source::Discovery(d) => get_json(d, tls)
-            .await?
-            .get("jwks_uri")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{d}: the discovery document has no jwks_uri"))?
-            .to_string(),
+        Source::Discovery { url, issuer } => {
+            let doc = get_json(url, tls, plain).await?;
+            if doc.get("issuer").and_then(Value::as_str) != Some(issuer.as_str()) {
+                return Err(format!(
+                    "{url}: the discovery document is not {issuer}'s (its \"issuer\" differs)"
+                ));
+            }
+            doc.get("jwks_uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{url}: the discovery document has no jwks_uri"))?
+                .to_string()
+        }
     };
-    KeySet::from_jwks(&get_json(&url, tls).await?).map_err(|e| format!("{url}: {e}"))
+    KeySet::from_jwks(&get_json(&url, tls, plain).await?).map_err(|e| format!("{url}: {e}"))
 }
 
 /// A URL this module fetches: `https://host[:port]/path`, or `http://` to a
@@ -434,10 +502,12 @@ struct Url {
     path: String,
 }
 
-fn parse_url(url: &str) -> Result<Url, String> {
+/// `url` as a [`Url`]; `http` only when `plain` allows it, and then only to
+/// a loopback host.
+fn parse_url(url: &str, plain: bool) -> Result<Url, String> {
     let (tls, rest) = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
         (Some(r), _) => (true, r),
-        (None, Some(r)) => (false, r),
+        (None, Some(r)) if plain => (false, r),
         _ => return Err(format!("{url}: not an https URL")),
     };
     let (authority, path) = match rest.find('/') {
@@ -483,31 +553,59 @@ fn parse_url(url: &str) -> Result<Url, String> {
 }
 
 /// GET `url` and read its body as JSON (status 200 only, no redirects).
-async fn get_json(url: &str, tls: &Arc<rustls::ClientConfig>) -> Result<Value, String> {
-    let u = parse_url(url)?;
-    let body = tokio::time::timeout(FETCH_TIMEOUT, async {
+async fn get_json(
+    url: &str,
+    tls: &Arc<rustls::ClientConfig>,
+    plain: bool,
+) -> Result<Value, String> {
+    let u = parse_url(url, plain)?;
+    let body = async {
         let tcp = tokio::net::TcpStream::connect((u.host.as_str(), u.port))
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| e.to_string())?;
         if u.tls {
             let name = rustls::pki_types::ServerName::try_from(u.host.clone())
-                .map_err(|e| format!("{url}: {e}"))?;
+                .map_err(|e| e.to_string())?;
             let stream = tokio_rustls::TlsConnector::from(tls.clone())
                 .connect(name, tcp)
                 .await
-                .map_err(|e| format!("{url}: TLS: {e}"))?;
+                .map_err(|e| format!("TLS: {e}"))?;
             exchange(stream, &u).await
         } else {
             exchange(tcp, &u).await
         }
-        .map_err(|e| format!("{url}: {e}"))
-    })
+    }
     .await
-    .map_err(|_| format!("{url}: no answer within {FETCH_TIMEOUT:?}"))??;
+    .map_err(|e| format!("{url}: {e}"))?;
     serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON: {e}"))
 }
 
-/// One HTTP/1.0 request (so the answer is never chunked) and its body.
+/// Reads into `buf` until `done` holds or the peer closes; `Ok(false)` when
+/// it closed first. A TLS peer that closes without `close_notify` (many do)
+/// is a close, not an error: what counts is whether the answer is whole.
+async fn read_until<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    limit: usize,
+    done: impl Fn(&[u8]) -> bool,
+) -> Result<bool, String> {
+    let mut chunk = [0u8; 8192];
+    while !done(buf) {
+        if buf.len() > limit {
+            return Err(format!("more than {limit} bytes"));
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) => return Ok(false),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(true)
+}
+
+/// One HTTP/1.0 request (so the answer is never chunked) and its body:
+/// `Content-Length` bytes when the answer gives one, else up to the close.
 async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     u: &Url,
@@ -525,34 +623,50 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         .write_all(request.as_bytes())
         .await
         .map_err(|e| e.to_string())?;
+    let head_end = |b: &[u8]| b.windows(4).position(|w| w == b"\r\n\r\n");
     let mut raw = Vec::new();
-    (&mut stream)
-        .take(MAX_DOCUMENT as u64 + 16 * 1024)
-        .read_to_end(&mut raw)
-        .await
-        .map_err(|e| e.to_string())?;
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no complete response head")?;
-    let head = String::from_utf8_lossy(&raw[..end]);
-    let status = head
-        .lines()
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("");
-    if status != "200" {
-        return Err(format!("status {status}"));
+    read_until(&mut stream, &mut raw, MAX_HEAD, |b| head_end(b).is_some()).await?;
+    let end = head_end(&raw).ok_or("no complete response head")?;
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap_or("");
+    let mut words = status.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(v), Some("200")) if v.starts_with("HTTP/1.") => {}
+        _ => return Err(format!("answered {status:?}")),
     }
-    if head
-        .lines()
-        .any(|l| l.to_ascii_lowercase().starts_with("transfer-encoding:"))
-    {
-        return Err("a transfer-encoded answer to an HTTP/1.0 request".into());
+    let mut length = None;
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        match name.trim().to_ascii_lowercase().as_str() {
+            "transfer-encoding" => {
+                return Err("a transfer-encoded answer to an HTTP/1.0 request".into())
+            }
+            "content-length" => {
+                let n: usize = value.trim().parse().map_err(|_| "a bad Content-Length")?;
+                if n > MAX_DOCUMENT {
+                    return Err(format!("more than {MAX_DOCUMENT} bytes"));
+                }
+                length = Some(n);
+            }
+            _ => {}
+        }
     }
-    let body = raw[end + 4..].to_vec();
-    if body.len() > MAX_DOCUMENT {
-        return Err(format!("more than {MAX_DOCUMENT} bytes"));
+    let mut body = raw.split_off(end + 4);
+    match length {
+        Some(n) => {
+            read_until(&mut stream, &mut body, MAX_DOCUMENT, |b| b.len() >= n).await?;
+            if body.len() < n {
+                return Err(format!(
+                    "the answer ended after {} of {n} bytes",
+                    body.len()
+                ));
+            }
+            body.truncate(n);
+        }
+        None => {
+            read_until(&mut stream, &mut body, MAX_DOCUMENT, |_| false).await?;
+        }
     }
     Ok(body)
 }
@@ -690,10 +804,14 @@ pub(crate) mod tests {
         assert_eq!(keys.verify(&t), Err(Refusal::UnknownKey));
     }
 
-    /// Serves `jwks` (then whatever `next` holds) at `/jwks` on loopback,
-    /// counting requests; `/down` answers 503.
-    async fn serve_keys(
-        next: Arc<std::sync::Mutex<String>>,
+    /// An issuer on loopback, counting requests: `/jwks` the key set
+    /// `published` holds (with a Content-Length), `/openid` a discovery
+    /// document naming it (issuer `https://issuer.example`), `/other` one
+    /// of another issuer's, `/cut` an answer whose body stops short of its
+    /// Content-Length, `/close` the key set without a Content-Length, up to
+    /// the close; anything else 503.
+    async fn issuer(
+        published: Arc<std::sync::Mutex<String>>,
     ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -709,9 +827,26 @@ pub(crate) mod tests {
                     .unwrap_or("")
                     .to_string();
                 seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let body = next.lock().unwrap().clone();
+                let keys = published.lock().unwrap().clone();
+                let doc = |iss: &str| {
+                    json!({"issuer": iss, "jwks_uri": format!("http://{addr}/jwks")}).to_string()
+                };
+                let ok = |body: &str| {
+                    format!(
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
                 let reply = match path.as_str() {
-                    "/jwks" => format!("HTTP/1.0 200 OK\r\n\r\n{body}"),
+                    "/jwks" => ok(&keys),
+                    "/openid" => ok(&doc("https://issuer.example")),
+                    "/other" => ok(&doc("https://other.example")),
+                    "/cut" => format!(
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{}",
+                        keys.len() + 10,
+                        keys
+                    ),
+                    "/close" => format!("HTTP/1.0 200 OK\r\n\r\n{keys}"),
                     _ => "HTTP/1.0 503 Unavailable\r\n\r\n".to_string(),
                 };
                 let _ = s.write_all(reply.as_bytes()).await;
@@ -724,25 +859,30 @@ pub(crate) mod tests {
     async fn the_issuer_s_keys_are_fetched_once_and_again_for_an_unknown_key() {
         use std::sync::atomic::Ordering::SeqCst;
         let published = Arc::new(std::sync::Mutex::new(JWKS.to_string()));
-        let (base, count) = serve_keys(published.clone()).await;
-        let mut jwks = Jwks::remote(Source::Url(format!("{base}/jwks"))).unwrap();
+        let (base, count) = issuer(published.clone()).await;
+        let discovery = |path: &str| Source::Discovery {
+            url: format!("{base}{path}"),
+            issuer: "https://issuer.example".into(),
+        };
+        let mut jwks = Jwks::remote(discovery("/openid")).unwrap();
         let claims = json!({"sub": "u-1"});
-        // Fetched on first use, then kept.
+        // Fetched on first use (the discovery document, then the key set),
+        // then kept.
         for _ in 0..3 {
             assert!(jwks.verify(&signed(&claims)).await.is_ok());
         }
-        assert_eq!(count.load(SeqCst), 1);
+        assert_eq!(count.load(SeqCst), 2);
         // A key id the set lacks, within the refresh interval: no fetch.
         let rotated = signed_with(RSA, json!({"alg": "RS256", "kid": "rotated"}), &claims);
         assert_eq!(jwks.verify(&rotated).await, Err(Refusal::UnknownKey));
-        assert_eq!(count.load(SeqCst), 1);
+        assert_eq!(count.load(SeqCst), 2);
         // Past it, the issuer now publishing the rotated key: fetched again.
         jwks.refresh_every = Duration::ZERO;
         let mut doc: Value = serde_json::from_str(JWKS).unwrap();
         doc["keys"][0]["kid"] = "rotated".into();
         *published.lock().unwrap() = doc.to_string();
         assert!(jwks.verify(&rotated).await.is_ok());
-        assert_eq!(count.load(SeqCst), 2);
+        assert_eq!(count.load(SeqCst), 4);
         // A forged signature under a known key id fetches nothing.
         let forged = signed_with(
             OTHER_RSA,
@@ -750,18 +890,46 @@ pub(crate) mod tests {
             &claims,
         );
         assert_eq!(jwks.verify(&forged).await, Err(Refusal::BadSignature));
-        assert_eq!(count.load(SeqCst), 2);
-        // An issuer that cannot be reached refuses, never skips the check.
-        let down = Jwks::remote(Source::Discovery(format!("{base}/down"))).unwrap();
-        assert_eq!(
-            down.verify(&signed(&claims)).await,
-            Err(Refusal::KeysUnavailable)
-        );
-        let gone = Jwks::remote(Source::Url("http://127.0.0.1:1/jwks".into())).unwrap();
-        assert_eq!(
-            gone.verify(&signed(&claims)).await,
-            Err(Refusal::KeysUnavailable)
-        );
+        assert_eq!(count.load(SeqCst), 4);
+        // Keys past their age are fetched again before they serve; when
+        // that fetch fails they still serve.
+        jwks.cached.lock().await.loaded = Some(Instant::now() - MAX_AGE);
+        assert!(jwks.verify(&rotated).await.is_ok());
+        assert_eq!(count.load(SeqCst), 6);
+        let stale = Jwks::remote(discovery("/down")).unwrap();
+        {
+            let mut c = stale.cached.lock().await;
+            c.keys = keys();
+            c.loaded = Some(Instant::now() - MAX_AGE);
+        }
+        assert!(stale.verify(&signed(&claims)).await.is_ok());
+        // A key set without a Content-Length, read up to the close (the
+        // issuer publishes the rotated key by now).
+        let close = Jwks::remote(Source::Url(format!("{base}/close"))).unwrap();
+        let closed = close.verify(&rotated).await;
+        assert!(closed.is_ok(), "{closed:?}");
+        // An issuer that cannot be reached, answers 503, cuts its answer
+        // short or serves another issuer's discovery document: refused,
+        // never let through.
+        for source in [
+            discovery("/down"),
+            discovery("/other"),
+            Source::Url(format!("{base}/cut")),
+            Source::Url("http://127.0.0.1:1/jwks".into()),
+        ] {
+            let keys = Jwks::remote(source.clone()).unwrap();
+            assert_eq!(
+                keys.verify(&signed(&claims)).await,
+                Err(Refusal::KeysUnavailable),
+                "{source:?}"
+            );
+            // Again at once: still unavailable, not "no key".
+            assert_eq!(
+                keys.verify(&signed(&claims)).await,
+                Err(Refusal::KeysUnavailable),
+                "{source:?}"
+            );
+        }
         // A fixed set fetches nothing and knows only its keys.
         let fixed = Jwks::fixed(keys());
         assert_eq!(fixed.verify(&rotated).await, Err(Refusal::UnknownKey));
@@ -769,6 +937,7 @@ pub(crate) mod tests {
 
     #[test]
     fn only_https_or_loopback_http_urls_are_fetched() {
+        let parse_url = |url: &str| super::parse_url(url, true);
         let ok =
             parse_url("https://cognito-idp.us-east-1.amazonaws.com/pool/.well-known/jwks.json")
                 .unwrap();
@@ -797,5 +966,8 @@ pub(crate) mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
+        // Plain HTTP, even to loopback, only where the configured URL is.
+        assert!(super::parse_url("http://127.0.0.1:8123/jwks", false).is_err());
+        assert!(super::parse_url("https://issuer.example/jwks", false).is_ok());
     }
 }

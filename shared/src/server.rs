@@ -148,12 +148,25 @@ pub fn machine_hosts(ip: std::net::IpAddr) -> Vec<String> {
 /// and the header speaks for whoever the page names.
 pub fn allowed_hosts(bound: std::net::SocketAddr, extra: &[String]) -> Vec<String> {
     let mut hosts = machine_hosts(bound.ip());
-    for h in extra.iter().map(|h| h.trim().to_ascii_lowercase()) {
+    for h in extra.iter().map(|h| host_name(h)) {
         if !h.is_empty() && !hosts.contains(&h) {
             hosts.push(h);
         }
     }
     hosts
+}
+
+/// A `Host` value's name: lower case, without its port and, for an IPv6
+/// address, without its brackets (`[::1]:8787` → `::1`).
+fn host_name(value: &str) -> String {
+    let name = value.trim().to_ascii_lowercase();
+    match name.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or("").to_string(),
+        None => name
+            .rsplit_once(':')
+            .map_or(name.as_str(), |(h, _)| h)
+            .to_string(),
+    }
 }
 
 /// Whether the request's `Host` (if it sent one) is among `hosts`, its
@@ -162,12 +175,8 @@ fn host(headers: &HeaderMap, hosts: &[String]) -> Result<(), Error> {
     let Some(value) = headers.get(axum::http::header::HOST) else {
         return Ok(());
     };
-    let name = value.to_str().unwrap_or("").trim().to_ascii_lowercase();
-    let name = match name.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => name.rsplit_once(':').map_or(name.as_str(), |(h, _)| h),
-    };
-    match hosts.iter().any(|h| h == name) {
+    let name = host_name(value.to_str().unwrap_or(""));
+    match hosts.contains(&name) {
         true => Ok(()),
         false => Err(Error::invalid(
             "host",
@@ -213,9 +222,6 @@ fn principal(headers: &HeaderMap) -> Result<Principal, Error> {
     Principal::local(name).map_err(|_| bad())
 }
 
-/// Reads at most `cap` bytes of the body. Past the cap, up to [`DRAIN`]
-/// more bytes are read and discarded (for at most [`DRAIN_TIME`]) so that a
-/// client still sending sees the 413 instead of a broken pipe.
 /// [`read_capped`] within the request deadline: a body that has not arrived
 /// by then (a client that stops sending) is refused, so that it holds no
 /// task and connection for longer than a request may take.
@@ -230,6 +236,9 @@ async fn read_in_time(body: Body, cap: usize, ctx: &Ctx) -> Result<Vec<u8>, Erro
     }
 }
 
+/// Reads at most `cap` bytes of the body. Past the cap, up to [`DRAIN`]
+/// more bytes are read and discarded (for at most [`DRAIN_TIME`]) so that a
+/// client still sending sees the 413 instead of a broken pipe.
 async fn read_capped(body: Body, cap: usize) -> Result<Vec<u8>, Error> {
     let mut stream = body.into_data_stream();
     let mut out = Vec::new();
@@ -343,12 +352,18 @@ mod tests {
         // page's own name is refused there too.
         let lan = allowed_hosts(
             "192.168.1.5:8787".parse().unwrap(),
-            &[" Shop-Dev.Example ".to_string()],
+            &[
+                " Shop-Dev.Example ".to_string(),
+                "other.example:8787".to_string(),
+                "[fe80::1]".to_string(),
+            ],
         );
         for ok in [
             "192.168.1.5:8787",
             "localhost:8787",
             "shop-dev.example:8787",
+            "other.example",
+            "[fe80::1]:8787",
         ] {
             assert!(host(&headers(HOST, &[ok]), &lan).is_ok(), "{ok}");
         }

@@ -44,6 +44,9 @@ pub const RDS_CA_BUNDLE: &str = include_str!("../certs/rds-ca-bundle.pem");
 pub enum Roots {
     /// Mozilla roots plus the RDS bundle, plus the extra file if any.
     Public,
+    /// Mozilla roots only: a web server (an issuer's signing keys), which
+    /// the RDS authorities have no business vouching for.
+    Web,
     /// Only the extra file (tests of a private CA).
     ExtraOnly,
 }
@@ -52,6 +55,9 @@ pub enum Roots {
 /// `extra_ca` (a PEM file) when given.
 pub fn client_config(roots: Roots, extra_ca: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     let mut store = RootCertStore::empty();
+    if roots == Roots::Web {
+        store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    }
     if roots == Roots::Public {
         store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         let (added, _) = store.add_parsable_certificates(pem_certificates(

@@ -163,7 +163,7 @@ pub(crate) fn integer(v: &Value, field: &str, min: i64, max: i64) -> Result<Opti
     let whole = |n: &serde_json::Number| {
         n.as_i64().or_else(|| {
             n.as_f64()
-                .filter(|f| f.fract() == 0.0 && f.abs() <= EXACT)
+                .filter(|f| f.fract() == 0.0 && f.abs() < EXACT)
                 .map(|f| f as i64)
         })
     };
