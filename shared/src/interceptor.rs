@@ -57,8 +57,8 @@
 //!
 //! The gateway's inbound authorizer has checked the token before the
 //! interceptor runs, and only the gateway's role may invoke this function
-//! (its resource policy). The signature, issuer and expiry are checked
-//! again all the same: within one account an identity policy can let
+//! (its resource policy). The signature, issuer, audience and expiry are
+//! checked again all the same: within one account an identity policy can let
 //! others invoke it too, and a proof must need a token the issuer signed,
 //! not merely claims someone wrote. The token is never logged.
 //!

@@ -26,7 +26,8 @@
 //!   `http` only when the configured URL is itself a loopback `http` one
 //!   (tests).
 //!
-//! The claims' meaning (`iss`, `exp`, `nbf`, `sub`) is the caller's to check.
+//! The claims' meaning (`iss`, `aud` or `client_id`, `exp`, `nbf`, `sub`)
+//! is the caller's to check.
 
 use aws_lc_rs::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use base64::Engine as _;
@@ -421,8 +422,9 @@ impl Jwks {
     pub async fn verify(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
         let token = Token::parse(token)?;
         let mut cached = self.cached.lock().await;
+        let mut failed = false;
         if cached.loaded.is_some_and(|at| at.elapsed() >= MAX_AGE) {
-            let _ = self.fetch(&mut cached).await;
+            failed = matches!(self.fetch(&mut cached).await, Err(NotFetched::Failed));
         }
         match cached.keys.check(&token) {
             Err(Refusal::UnknownKey) => {}
@@ -432,7 +434,9 @@ impl Jwks {
             Ok(()) => cached.keys.check(&token),
             // Never fetched, or the fetch failed: say so, not "no key".
             Err(NotFetched::Failed) => Err(Refusal::KeysUnavailable),
-            Err(NotFetched::TooSoon) if cached.loaded.is_none() && self.source.is_some() => {
+            Err(NotFetched::TooSoon)
+                if failed || (cached.loaded.is_none() && self.source.is_some()) =>
+            {
                 Err(Refusal::KeysUnavailable)
             }
             Err(NotFetched::TooSoon) => Err(Refusal::UnknownKey),
@@ -489,7 +493,14 @@ async fn fetch_keys(source: &Source, tls: &Arc<rustls::ClientConfig>) -> Result<
                 .to_string()
         }
     };
-    KeySet::from_jwks(&get_json(&url, tls, plain).await?).map_err(|e| format!("{url}: {e}"))
+    let keys =
+        KeySet::from_jwks(&get_json(&url, tls, plain).await?).map_err(|e| format!("{url}: {e}"))?;
+    // A set with no key this module can check would refuse every token:
+    // a failed fetch, which keeps the keys held.
+    if keys.is_empty() {
+        return Err(format!("{url}: no signing key of a supported type"));
+    }
+    Ok(keys)
 }
 
 /// A URL this module fetches: `https://host[:port]/path`, or `http://` to a
@@ -646,6 +657,9 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
                 let n: usize = value.trim().parse().map_err(|_| "a bad Content-Length")?;
                 if n > MAX_DOCUMENT {
                     return Err(format!("more than {MAX_DOCUMENT} bytes"));
+                }
+                if length.is_some_and(|m| m != n) {
+                    return Err("two different Content-Lengths".into());
                 }
                 length = Some(n);
             }
@@ -903,6 +917,14 @@ pub(crate) mod tests {
             c.loaded = Some(Instant::now() - MAX_AGE);
         }
         assert!(stale.verify(&signed(&claims)).await.is_ok());
+        // An answer with no usable key is a failed fetch: the keys held
+        // still serve.
+        *published.lock().unwrap() = json!({"keys": []}).to_string();
+        jwks.cached.lock().await.loaded = Some(Instant::now() - MAX_AGE);
+        assert!(jwks.verify(&rotated).await.is_ok());
+        // (6, the stale set's one try at /down, and this discovery and set)
+        assert_eq!(count.load(SeqCst), 9);
+        *published.lock().unwrap() = doc.to_string();
         // A key set without a Content-Length, read up to the close (the
         // issuer publishes the rotated key by now).
         let close = Jwks::remote(Source::Url(format!("{base}/close"))).unwrap();

@@ -160,6 +160,10 @@ pub fn allowed_hosts(bound: std::net::SocketAddr, extra: &[String]) -> Vec<Strin
 /// address, without its brackets (`[::1]:8787` → `::1`).
 fn host_name(value: &str) -> String {
     let name = value.trim().to_ascii_lowercase();
+    if name.parse::<std::net::Ipv6Addr>().is_ok() {
+        // A bare IPv6 address (`fe80::1`, as `--allowed-host` may give it).
+        return name;
+    }
     match name.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or("").to_string(),
         None => name
@@ -356,6 +360,7 @@ mod tests {
                 " Shop-Dev.Example ".to_string(),
                 "other.example:8787".to_string(),
                 "[fe80::1]".to_string(),
+                "fe80::2".to_string(),
             ],
         );
         for ok in [
@@ -364,6 +369,7 @@ mod tests {
             "shop-dev.example:8787",
             "other.example",
             "[fe80::1]:8787",
+            "[fe80::2]:8787",
         ] {
             assert!(host(&headers(HOST, &[ok]), &lan).is_ok(), "{ok}");
         }
