@@ -97,9 +97,22 @@ pub async fn handle_with_limit(
     req: HttpRequest<'_>,
     max_body: usize,
 ) -> HttpResponse {
+    let deadline = Duration::from_millis(ctx.profile.request_deadline_ms);
+    handle_within(ctx, principal, req, max_body, deadline).await
+}
+
+/// [`handle_with_limit`] with `deadline` for the operation: what is left of
+/// the request deadline once the body has been read (`mosaic serve`), so
+/// that a request takes no longer than the deadline in all.
+pub async fn handle_within(
+    ctx: &Ctx,
+    principal: &Principal,
+    req: HttpRequest<'_>,
+    max_body: usize,
+    deadline: Duration,
+) -> HttpResponse {
     // Past the deadline the operation's future is dropped: its connection
     // cancels the statement in flight and is closed, not reused.
-    let deadline = Duration::from_millis(ctx.profile.request_deadline_ms);
     let outcome = crate::db::within(
         deadline,
         "request",

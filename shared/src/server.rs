@@ -83,6 +83,7 @@ pub async fn serve_with(
 
 async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
     let started = Instant::now();
+    let deadline = started + Duration::from_millis(app.ctx.profile.request_deadline_ms);
     let request_id = uuid::Uuid::new_v4().to_string();
     let (parts, body) = req.into_parts();
     let method = parts.method.as_str();
@@ -94,7 +95,7 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
         Err(e) => HttpResponse::error(e),
         // One byte over the limit is enough for the router to refuse with
         // its own 413; reading stops there.
-        Ok(p) => match read_in_time(body, app.max_body.saturating_add(1), &app.ctx).await {
+        Ok(p) => match read_in_time(body, app.max_body.saturating_add(1), deadline).await {
             Err(e) => HttpResponse::error(&e),
             Ok(bytes) if !bytes.is_empty() && !json_body(&parts.headers) => {
                 HttpResponse::error(&Error::invalid(
@@ -110,7 +111,10 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
                     body: &bytes,
                     request_id: &request_id,
                 };
-                http::handle_with_limit(&app.ctx, p, req, app.max_body).await
+                // The request deadline holds for the body and the
+                // operation together.
+                let left = deadline.saturating_duration_since(Instant::now());
+                http::handle_within(&app.ctx, p, req, app.max_body, left).await
             }
         },
     };
@@ -226,16 +230,16 @@ fn principal(headers: &HeaderMap) -> Result<Principal, Error> {
     Principal::local(name).map_err(|_| bad())
 }
 
-/// [`read_capped`] within the request deadline: a body that has not arrived
-/// by then (a client that stops sending) is refused, so that it holds no
-/// task and connection for longer than a request may take.
-async fn read_in_time(body: Body, cap: usize, ctx: &Ctx) -> Result<Vec<u8>, Error> {
-    let deadline = Duration::from_millis(ctx.profile.request_deadline_ms);
-    match tokio::time::timeout(deadline, read_capped(body, cap)).await {
+/// [`read_capped`] by the request's `deadline`: a body that has not
+/// arrived by then (a client that stops sending) is refused, so that it
+/// holds no task and connection for longer than a request may take.
+async fn read_in_time(body: Body, cap: usize, deadline: Instant) -> Result<Vec<u8>, Error> {
+    let started = Instant::now();
+    match tokio::time::timeout_at(deadline.into(), read_capped(body, cap)).await {
         Ok(read) => read,
         Err(_) => Err(Error::invalid_json(format!(
             "the request body did not arrive in full within {} ms",
-            deadline.as_millis()
+            deadline.saturating_duration_since(started).as_millis()
         ))),
     }
 }
