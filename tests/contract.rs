@@ -835,3 +835,51 @@ fn the_function_timeout_leaves_a_margin_above_the_request_deadline() {
         );
     }
 }
+
+/// The identity interceptor's function in the template: outside the VPC
+/// (it reaches the issuer's keys on the internet and needs no database),
+/// told the issuer, the audience and where the keys are, the gateway's own
+/// settings, and given time to fetch the keys and still answer.
+#[test]
+fn the_interceptor_is_told_what_the_gateway_checks_and_has_time_to_fetch_keys() {
+    let template = std::fs::read_to_string(repo_root().join("template.yaml")).unwrap();
+    let resources = yaml_block(&template, 0, "Resources");
+    let function = yaml_block(resources, 2, "IdentityInterceptorFunction");
+    let ignored = yaml_block(function, 4, "IgnoreGlobals");
+    assert!(
+        ignored.lines().any(|l| l.trim() == "- VpcConfig"),
+        "{function}"
+    );
+    let env = |key: &str| yaml_value(function, 10, key).unwrap_or_else(|| panic!("{key}"));
+    assert_eq!(env("MOSAIC_JWT_ISSUER"), "!Ref JwtIssuer");
+    assert_eq!(
+        env("MOSAIC_JWT_AUDIENCE"),
+        "!Join [\",\", !Ref JwtAudience]"
+    );
+    assert_eq!(
+        env("MOSAIC_JWT_AUDIENCE_CLAIM"),
+        "!Ref AgentCoreAllowedClaim"
+    );
+    // The discovery document the gateway's authorizer reads, both ways.
+    let branches = |block: &str, key: &str| -> Vec<String> {
+        let after = block
+            .split(&format!("{key}: !If\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{key}: !If"));
+        after
+            .lines()
+            .take_while(|l| l.trim_start().starts_with("- "))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let gateway = yaml_block(resources, 2, "Gateway");
+    let ours = branches(function, "MOSAIC_JWT_DISCOVERY_URL");
+    assert_eq!(ours.len(), 3, "{ours:?}");
+    assert_eq!(ours, branches(gateway, "DiscoveryUrl"));
+    let timeout_s: u64 = yaml_value(function, 6, "Timeout").unwrap().parse().unwrap();
+    assert!(
+        std::time::Duration::from_secs(timeout_s)
+            >= mosaic::jwt::FETCH_BUDGET + std::time::Duration::from_secs(1),
+        "Timeout {timeout_s} s"
+    );
+}

@@ -41,7 +41,7 @@ pub const REFRESH_EVERY: Duration = Duration::from_secs(30);
 
 /// How long one fetch of the keys may take, discovery included: within
 /// the interceptor's 5 s function timeout, with time left to answer.
-const FETCH_BUDGET: Duration = Duration::from_secs(3);
+pub const FETCH_BUDGET: Duration = Duration::from_secs(3);
 
 /// How long fetched keys serve before they are fetched again.
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
