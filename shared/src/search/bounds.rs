@@ -601,9 +601,10 @@ pub struct Facts<'a> {
 /// bound reads. An attribute bound reads the numeric attributes whose key
 /// ends in a unit of its kind: those whose name the query's `words` hold
 /// ("lightweight" holds the `weight` of `weight_g`, "battery" names
-/// `battery_hours`), else the one such attribute the product has; with
-/// several and none named, which one the bound means is unknown (`None`).
-/// A product keeps it when one of the attributes read does.
+/// `battery_hours`), else, but for a duration, the one such attribute the
+/// product has; with several and none named, or a duration naming none,
+/// which one the bound means is unknown (`None`). A product keeps it when
+/// one of the attributes read does.
 pub fn keeps(bound: &Bound, facts: &Facts<'_>, words: &[String]) -> Option<bool> {
     let holds = |x: f64, limit: f64| match bound.comparison {
         Comparison::AtMost => x <= limit,
@@ -629,9 +630,15 @@ pub fn keeps(bound: &Bound, facts: &Facts<'_>, words: &[String]) -> Option<bool>
                 .iter()
                 .filter(|(k, _, _)| named_by(k, words))
                 .collect();
+            // A duration alone says nothing of what lasts: "charges in under
+            // 2 hours" is no bound on `battery_hours`, "delivered in under 3
+            // days" none at all. A time bound reads only the attributes the
+            // query names; a mass or a length reads the product's one
+            // attribute of its kind as well.
+            let alone = *quantity != Quantity::Time;
             let read: Vec<&(&str, f64, &Unit)> = match (named.is_empty(), of_kind.len()) {
                 (false, _) => named,
-                (true, 1) => of_kind.iter().collect(),
+                (true, 1) if alone => of_kind.iter().collect(),
                 (true, _) => return None,
             };
             Some(
@@ -845,6 +852,12 @@ mod tests {
         assert_eq!(keeps("rated 4.6 or better", &facts), Some(true));
         assert_eq!(keeps("at least 2 days of battery", &facts), Some(false));
         assert_eq!(keeps("at least 1 day of battery", &facts), Some(true));
+        // A duration the query does not tie to an attribute reads none, even
+        // the product's only one of that kind.
+        assert_eq!(keeps("charges in under 2 hours", &facts), None);
+        assert_eq!(keeps("delivered in under 3 days", &facts), None);
+        // A mass reads the product's only one (it weighs what it weighs).
+        assert_eq!(keeps("a headset under 250 grams", &facts), Some(true));
         assert_eq!(keeps("under 8 mm", &facts), None);
         let q = "under 220 grams, under $50, under 8 mm";
         assert_eq!(
