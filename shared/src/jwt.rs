@@ -353,8 +353,8 @@ struct Cached {
 /// An issuer's keys: fixed, or fetched and kept (see the module
 /// documentation).
 pub struct Jwks {
-    source: Option<Source>,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    /// Where fetched keys come from; `None` for a fixed set.
+    remote: Option<Remote>,
     /// [`REFRESH_EVERY`] (shorter in tests).
     refresh_every: Duration,
     cached: tokio::sync::Mutex<Cached>,
@@ -363,9 +363,18 @@ pub struct Jwks {
 impl std::fmt::Debug for Jwks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Jwks")
-            .field("source", &self.source)
+            .field("source", &self.source())
             .finish()
     }
+}
+
+/// How fetched keys are fetched.
+struct Remote {
+    source: Source,
+    tls: Arc<rustls::ClientConfig>,
+    /// Whether plain HTTP is allowed: only when the configured URL is itself
+    /// a loopback `http` one (tests).
+    plain: bool,
 }
 
 /// Why the keys were not fetched now.
@@ -380,8 +389,7 @@ impl Jwks {
     /// A fixed key set (tests; an issuer whose keys are configured).
     pub fn fixed(keys: KeySet) -> Jwks {
         Jwks {
-            source: None,
-            tls: None,
+            remote: None,
             refresh_every: REFRESH_EVERY,
             cached: tokio::sync::Mutex::new(Cached {
                 keys,
@@ -394,11 +402,10 @@ impl Jwks {
     /// Keys fetched from `source`, over TLS trusting the web's public roots
     /// (plain HTTP only when `source` itself is a loopback `http` URL: tests).
     pub fn remote(source: Source) -> Result<Jwks, String> {
-        parse_url(source.url(), true)?;
+        let plain = !parse_url(source.url(), true)?.tls;
         let tls = crate::tls::client_config(crate::tls::Roots::Web, None)?;
         Ok(Jwks {
-            source: Some(source),
-            tls: Some(tls),
+            remote: Some(Remote { source, tls, plain }),
             refresh_every: REFRESH_EVERY,
             cached: tokio::sync::Mutex::new(Cached {
                 keys: KeySet::default(),
@@ -410,7 +417,7 @@ impl Jwks {
 
     /// The source, if the keys are fetched.
     pub fn source(&self) -> Option<&Source> {
-        self.source.as_ref()
+        self.remote.as_ref().map(|r| &r.source)
     }
 
     /// The token's claims when the issuer signed it: checked against the
@@ -435,7 +442,7 @@ impl Jwks {
             // Never fetched, or the fetch failed: say so, not "no key".
             Err(NotFetched::Failed) => Err(Refusal::KeysUnavailable),
             Err(NotFetched::TooSoon)
-                if failed || (cached.loaded.is_none() && self.source.is_some()) =>
+                if failed || (cached.loaded.is_none() && self.remote.is_some()) =>
             {
                 Err(Refusal::KeysUnavailable)
             }
@@ -446,7 +453,7 @@ impl Jwks {
     /// Fetches the keys into `cached`, unless tried less than
     /// [`REFRESH_EVERY`] ago or the set is fixed.
     async fn fetch(&self, cached: &mut Cached) -> Result<(), NotFetched> {
-        let (Some(source), Some(tls)) = (&self.source, &self.tls) else {
+        let Some(remote) = &self.remote else {
             return Err(NotFetched::TooSoon);
         };
         if cached
@@ -456,7 +463,7 @@ impl Jwks {
             return Err(NotFetched::TooSoon);
         }
         cached.tried = Some(Instant::now());
-        let fetched = tokio::time::timeout(FETCH_BUDGET, fetch_keys(source, tls))
+        let fetched = tokio::time::timeout(FETCH_BUDGET, fetch_keys(remote))
             .await
             .unwrap_or_else(|_| Err(format!("no key set within {FETCH_BUDGET:?}")));
         match fetched {
@@ -474,10 +481,10 @@ impl Jwks {
     }
 }
 
-/// The key set at `source`.
-async fn fetch_keys(source: &Source, tls: &Arc<rustls::ClientConfig>) -> Result<KeySet, String> {
-    // Plain HTTP only where the configured URL itself is loopback HTTP.
-    let plain = parse_url(source.url(), true).is_ok_and(|u| !u.tls);
+/// The key set at `remote`'s source.
+async fn fetch_keys(remote: &Remote) -> Result<KeySet, String> {
+    let Remote { source, tls, plain } = remote;
+    let plain = *plain;
     let url = match source {
         Source::Url(u) => u.clone(),
         Source::Discovery { url, issuer } => {

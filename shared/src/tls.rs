@@ -55,11 +55,10 @@ pub enum Roots {
 /// `extra_ca` (a PEM file) when given.
 pub fn client_config(roots: Roots, extra_ca: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     let mut store = RootCertStore::empty();
-    if roots == Roots::Web {
+    if roots != Roots::ExtraOnly {
         store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     }
     if roots == Roots::Public {
-        store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         let (added, _) = store.add_parsable_certificates(pem_certificates(
             RDS_CA_BUNDLE.as_bytes(),
             "the RDS CA bundle",
