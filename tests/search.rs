@@ -163,7 +163,11 @@ async fn a_filter_never_admits_an_ineligible_candidate_in_any_arm_and_arms_fill_
             }
             Some(ArmMode::Lexical(mode)) => {
                 let positive = arms::lexical_terms(q).positive;
-                let relax = arms::Relaxation::of(&tx, &positive, profile.lexical_scan_budget)
+                // Unfiltered: the step as the catalog's counts make it,
+                // every term spelled out.
+                let unfiltered = Eligibility::new(&Filters::default());
+                let budget = profile.lexical_scan_budget;
+                let relax = arms::Relaxation::of(&tx, &positive, budget, &unfiltered)
                     .await
                     .unwrap();
                 let step = relax.tsquery(mode).expect("the mode names a step");
@@ -919,7 +923,8 @@ async fn a_relaxed_step_matches_exactly_the_documents_holding_k_of_the_terms() {
     // Words from every field, one of them hyphenated (several lexemes).
     let q = "compact quiet wireless stainless steel desk lamp sit-stand";
     let budget = RetrievalProfile::default().lexical_scan_budget;
-    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive, budget)
+    let unfiltered = Eligibility::new(&Filters::default());
+    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive, budget, &unfiltered)
         .await
         .unwrap();
     let terms = &relax.present;
@@ -1196,6 +1201,353 @@ async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
         .await
         .unwrap();
     assert_eq!(domain_indexes(&c).await.len(), domains.len() - 1);
+}
+
+/// The names of the price ceilings' partial HNSW indexes.
+async fn price_indexes(c: &Client) -> Vec<String> {
+    texts(
+        c,
+        "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid = 'search.product_projection'::regclass
+           AND c.relname LIKE 'projection\\_embedding\\_hnsw\\_p\\_%' ORDER BY 1",
+        &[],
+    )
+    .await
+}
+
+/// A price rounded up to two significant figures, as a ceiling is.
+fn two_figures_up(cents: i64) -> i64 {
+    if cents < 100 {
+        return cents;
+    }
+    let unit = 10i64.pow(cents.to_string().len() as u32 - 2);
+    (cents + unit - 1) / unit * unit
+}
+
+#[tokio::test]
+async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_it_walks_it() {
+    let db = TestDb::with_sample("price_hnsw").await;
+    let mut c = db.owner().await;
+    // The sample catalog is below the size from which the graph is kept.
+    assert_eq!(price_indexes(&c).await, Vec::<String>::new());
+    let built: i32 = c
+        .query_one("SELECT search.refresh_price_indexes(0)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(built, 1);
+
+    // The median (percentile_disc: the first price whose share of the
+    // catalog, counted from the cheapest, reaches half), rounded up.
+    let mut prices: Vec<i64> = c
+        .query("SELECT price_cents FROM search.product_projection", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    prices.sort_unstable();
+    let ceiling = two_figures_up(prices[prices.len().div_ceil(2) - 1]);
+    let name = format!("projection_embedding_hnsw_p_{ceiling}");
+    assert_eq!(price_indexes(&c).await, vec![name.clone()]);
+    assert_eq!(
+        texts(
+            &c,
+            "SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+             JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1",
+            &[&name],
+        )
+        .await,
+        vec![format!("(price_cents <= ({ceiling})::bigint)")]
+    );
+
+    // With the maximum bound as a parameter (as the arm binds it), the plan
+    // walks the cheaper half's graph at or under the ceiling, and the whole
+    // catalog's above it.
+    let tx = c.transaction().await.unwrap();
+    tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        .await
+        .unwrap();
+    let v: pgvector::Vector = tx
+        .query_one(
+            "SELECT embedding FROM search.product_projection WHERE embedding IS NOT NULL LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let mut walked = Vec::new();
+    for max in [ceiling, ceiling + 1] {
+        let plan = texts(
+            &tx,
+            "EXPLAIN SELECT product_id FROM search.product_projection
+             WHERE embedding IS NOT NULL AND ($1::bigint IS NULL OR price_cents <= $1)
+             ORDER BY embedding <=> $2 LIMIT 150",
+            &[&max, &v],
+        )
+        .await
+        .join("\n");
+        walked.push(plan);
+    }
+    assert!(walked[0].contains(&format!("{name} on")), "{}", walked[0]);
+    assert!(
+        walked[1].contains("projection_embedding_hnsw_idx on"),
+        "{}",
+        walked[1]
+    );
+    tx.rollback().await.unwrap();
+
+    // At the default size again, the graph goes.
+    let built: i32 = c
+        .query_one("SELECT search.refresh_price_indexes()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(built, 0);
+    assert_eq!(price_indexes(&c).await, Vec::<String>::new());
+}
+
+/// How many lexemes and how many vocabulary words have price bounds that
+/// miss a holder's price (`exact`: that are not exactly the lowest and
+/// highest price of their holders), counted from the projection itself.
+async fn price_bounds_off(c: &Client, exact: bool) -> (i64, i64) {
+    let off = match exact {
+        true => {
+            "s.min_price_cents IS DISTINCT FROM t.lo OR s.max_price_cents IS DISTINCT FROM t.hi"
+        }
+        false => "NOT (s.min_price_cents <= t.lo AND s.max_price_cents >= t.hi)",
+    };
+    let lexemes = format!(
+        "SELECT count(*) FROM (
+             SELECT u.lexeme, min(pp.price_cents) AS lo, max(pp.price_cents) AS hi
+             FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
+             GROUP BY u.lexeme) t
+         LEFT JOIN search.lexeme_stats s ON s.lexeme = t.lexeme
+         WHERE s.lexeme IS NULL OR {off}"
+    );
+    let words = format!(
+        "SELECT count(*) FROM (
+             SELECT w.word, min(pp.price_cents) AS lo, max(pp.price_cents) AS hi
+             FROM search.product_projection pp
+             CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
+             GROUP BY w.word) t
+         LEFT JOIN search.vocabulary s ON s.word = t.word
+         WHERE s.word IS NULL OR {off}"
+    );
+    let count = |sql: String| async move {
+        c.query_one(&sql, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .get::<_, i64>(0)
+    };
+    (count(lexemes).await, count(words).await)
+}
+
+#[tokio::test]
+async fn each_words_price_bounds_hold_every_holder_through_imports() {
+    let db = TestDb::with_sample("term_price_bounds").await;
+    let mut c = db.owner().await;
+    // A full refresh (the load) makes them exact.
+    assert_eq!(price_bounds_off(&c, true).await, (0, 0));
+
+    let id: String = c
+        .query_one(
+            "SELECT product_id FROM catalog.products ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let lowest_of_its_lexemes = "SELECT min(s.min_price_cents), max(s.max_price_cents)
+         FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
+         JOIN search.lexeme_stats s ON s.lexeme = u.lexeme WHERE pp.product_id = $1";
+    // An import by difference: the product made cheaper than any, then
+    // dearer than any.
+    for price in [1i64, 1_000_000_000] {
+        let tx = c.transaction().await.unwrap();
+        tx.execute(
+            "UPDATE catalog.products SET price_cents = $2 WHERE product_id = $1",
+            &[&id, &price],
+        )
+        .await
+        .unwrap();
+        mosaic::catalog::load::refresh_projection(&tx, Some(std::slice::from_ref(&id)))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(price_bounds_off(&c, false).await, (0, 0), "at {price}");
+    }
+    // Bounds only widen by difference: no product costs 1 cent any more,
+    // and the product's lexemes still reach down to it.
+    let (lo, hi): (i64, i64) = {
+        let r = c.query_one(lowest_of_its_lexemes, &[&id]).await.unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!((lo, hi), (1, 1_000_000_000));
+    assert!(price_bounds_off(&c, true).await != (0, 0));
+
+    // A full refresh makes them exact again.
+    let tx = c.transaction().await.unwrap();
+    mosaic::catalog::load::refresh_projection(&tx, None)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(price_bounds_off(&c, true).await, (0, 0));
+}
+
+/// The plan of `sql` with `params`, run (EXPLAIN ANALYZE), one line per row.
+async fn analyzed<C: tokio_postgres::GenericClient>(
+    c: &C,
+    sql: &str,
+    params: &[arms::Typed<'_>],
+) -> Vec<String> {
+    c.query_typed(&format!("EXPLAIN (ANALYZE, COSTS OFF) {sql}"), params)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// What the text arms return for each of `queries` (the trigram arm with
+/// the words taken as spelled as the catalog spells them, and not), in one
+/// transaction that is rolled back; `forget`: with every price bound of the
+/// catalog's words unknown first.
+async fn text_arms(
+    c: &mut Client,
+    queries: &[String],
+    elig: &Eligibility,
+    profile: &RetrievalProfile,
+    forget: bool,
+) -> Vec<String> {
+    let tx = c.transaction().await.unwrap();
+    if forget {
+        tx.batch_execute(
+            "UPDATE search.lexeme_stats SET min_price_cents = NULL, max_price_cents = NULL;
+             UPDATE search.vocabulary SET min_price_cents = NULL, max_price_cents = NULL",
+        )
+        .await
+        .unwrap();
+    }
+    arms::apply_settings(&tx, profile).await.unwrap();
+    let mut out = Vec::new();
+    for q in queries {
+        let lexical = arms::lexical(&tx, elig, q, profile).await.unwrap();
+        out.push(format!(
+            "{q}: lexical {:?} {:?} {:?}",
+            lexical.mode, lexical.verdict, lexical.candidates
+        ));
+        for spelled in [true, false] {
+            let trigram = arms::trigram(&tx, elig, q, (spelled, None), profile)
+                .await
+                .unwrap();
+            out.push(format!(
+                "{q} {spelled}: trigram {:?} {:?} {:?}",
+                trigram.mode, trigram.verdict, trigram.candidates
+            ));
+        }
+    }
+    tx.rollback().await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm() {
+    let db = TestDb::with_sample("price_gate").await;
+    let mut c = db.owner().await;
+    // The word whose cheapest holder is the dearest (a lexeme spelled as
+    // the word), and a maximum price just under that holder's.
+    let r = c
+        .query_one(
+            "SELECT v.word, s.min_price_cents FROM search.lexeme_stats s
+             JOIN search.vocabulary v ON v.word = s.lexeme
+             WHERE s.docs >= 20 AND tsvector_to_array(to_tsvector('english', v.word)) = ARRAY[s.lexeme]
+             ORDER BY s.min_price_cents DESC, v.word LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (word, cheapest): (String, i64) = (r.get(0), r.get(1));
+    let max = cheapest - 1;
+    // A word held beside it by products the filter admits.
+    let other: String = c
+        .query_one(
+            "SELECT v.word FROM search.vocabulary v JOIN search.lexeme_stats s ON s.lexeme = v.word
+             WHERE v.min_price_cents <= $1 AND s.docs BETWEEN 20 AND 500 AND v.word <> $2
+               AND tsvector_to_array(to_tsvector('english', v.word)) = ARRAY[s.lexeme]
+             ORDER BY s.docs DESC, v.word LIMIT 1",
+            &[&max, &word],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let filters = Filters {
+        max_price_cents: Some(max),
+        ..Filters::default()
+    };
+    let elig = Eligibility::new(&filters);
+    let profile = RetrievalProfile::default();
+
+    // Neither text arm's statement reads the projection for the word alone.
+    let tx = c.transaction().await.unwrap();
+    let (budget, limit) = (profile.lexical_scan_budget, profile.lexical_limit);
+    let lexical = analyzed(
+        &tx,
+        arms::LEXICAL_SQL,
+        &elig.typed(&[
+            (&word, tokio_postgres::types::Type::TEXT),
+            (&budget, tokio_postgres::types::Type::INT8),
+            (&limit, tokio_postgres::types::Type::INT8),
+        ]),
+    )
+    .await;
+    tx.execute("SET LOCAL pg_trgm.word_similarity_threshold = 1", &[])
+        .await
+        .unwrap();
+    let trigram = analyzed(
+        &tx,
+        arms::TRIGRAM_SQL,
+        &elig.typed(&[
+            (&word, tokio_postgres::types::Type::TEXT),
+            (
+                &profile.trigram_scan_budget,
+                tokio_postgres::types::Type::INT8,
+            ),
+            (&word, tokio_postgres::types::Type::TEXT),
+        ]),
+    )
+    .await;
+    tx.rollback().await.unwrap();
+    for plan in [&lexical, &trigram] {
+        let scans: Vec<&String> = plan
+            .iter()
+            .filter(|l| l.contains("on product_projection"))
+            .collect();
+        assert!(!scans.is_empty(), "{plan:#?}");
+        assert!(
+            scans.iter().all(|l| l.contains("never executed")),
+            "{plan:#?}"
+        );
+    }
+
+    // The arms find exactly what they find with the bounds unknown (NULL:
+    // no step skipped), the word alone and beside a word cheaper products
+    // hold (its relaxed steps), spelled as the catalog spells them or not.
+    let queries = [
+        word.clone(),
+        format!("{word} {other}"),
+        format!("{other} {word}"),
+    ];
+    let with_bounds = text_arms(&mut c, &queries, &elig, &profile, false).await;
+    let without = text_arms(&mut c, &queries, &elig, &profile, true).await;
+    assert_eq!(with_bounds, without);
+    // And the relaxed steps did serve: the pair finds the other word's holders.
+    assert!(
+        with_bounds
+            .iter()
+            .any(|l| l.contains(": lexical Some(Lexical(Backoff")),
+        "{with_bounds:#?}"
+    );
 }
 
 /// The served results with their scores, for comparing two runs.

@@ -67,6 +67,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(19, "0019_category_price_probe.sql"),
     migration!(20, "0020_trigram_selectivity.sql"),
     migration!(21, "0021_candidate_bounds.sql"),
+    migration!(22, "0022_price_ceiling_graphs.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -430,6 +430,15 @@ impl Eligibility {
         }
     }
 
+    /// Whether a product priced within `held` (lowest, highest; `None`:
+    /// unknown) can meet the price filter: false only when the whole range
+    /// lies outside it.
+    pub fn admits_some_price(&self, (lowest, highest): (Option<i64>, Option<i64>)) -> bool {
+        let too_dear = matches!((lowest, self.max_price), (Some(l), Some(m)) if l > m);
+        let too_cheap = matches!((highest, self.min_price), (Some(h), Some(m)) if h < m);
+        !(too_dear || too_cheap)
+    }
+
     /// `$1..$10` followed by the arm's own parameters.
     pub fn params<'a>(&'a self, extra: &[&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
         let mut p: Vec<&(dyn ToSql + Sync)> = vec![
@@ -621,7 +630,7 @@ pub async fn lexical_understood<C: GenericClient>(
     let positive = lexical_terms(as_written).positive;
     if cands.is_empty() && positive.len() > 1 {
         // Negated terms stay excluded through the eligibility predicate.
-        let relax = Relaxation::of(db, &positive, budget).await?;
+        let relax = Relaxation::of(db, &positive, budget, elig).await?;
         let any = at_least(&relax.present, 1);
         let enough = profile.lexical_enough.max(1) as usize;
         for (step_mode, tsquery) in relax.steps() {
@@ -651,6 +660,12 @@ pub async fn lexical_understood<C: GenericClient>(
     ))
 }
 
+/// A term's tsquery text in a relaxed step when no product the price
+/// filter admits holds the term: a lexeme with a space, which no document
+/// holds (the parser splits words at spaces), so the GIN index answers it
+/// from one empty entry.
+pub const NO_ELIGIBLE_HOLDER: &str = "'no eligible holder'";
+
 /// The terms the lexical arm's relaxed steps work with, each as its own
 /// tsquery text (stop words dropped, repeats once).
 #[derive(Debug, Clone, PartialEq)]
@@ -674,10 +689,18 @@ pub struct Relaxation {
 impl Relaxation {
     /// Reads the terms' product counts from the catalog statistics;
     /// `budget` is the arm's scan budget (`lexical_scan_budget`).
+    ///
+    /// A term that no product `elig`'s price range admits holds (its
+    /// holders' price bounds, migration 0022) stands in every step as
+    /// [`NO_ELIGIBLE_HOLDER`], which no document holds: the steps, their
+    /// order and their modes are those of the catalog's counts, and each
+    /// step matches the same eligible products, but the index no longer
+    /// reads the term's holders only to find each one too dear.
     pub async fn of<C: GenericClient>(
         db: &C,
         positive: &[String],
         budget: i64,
+        elig: &Eligibility,
     ) -> Result<Relaxation, tokio_postgres::Error> {
         let rows = db
             .query_typed(LEXICAL_TERMS_SQL, &[(&positive, Type::TEXT_ARRAY)])
@@ -687,18 +710,21 @@ impl Relaxation {
             products: i64,
             informative: bool,
             code: bool,
+            held_eligible: bool,
         }
         let mut terms: Vec<Term> = Vec::new();
         for r in rows {
             let word: String = r.get(0);
             let query: String = r.get(1);
             let (products, catalog): (i64, i64) = (r.get(2), r.get(3));
+            let held = (r.get::<_, Option<i64>>(4), r.get::<_, Option<i64>>(5));
             if !query.is_empty() && !terms.iter().any(|t| t.query == query) {
                 terms.push(Term {
                     query,
                     products,
                     informative: products > 0 && products * 2 <= catalog,
                     code: super::understand::identifier_stem(&word).is_some(),
+                    held_eligible: elig.admits_some_price(held),
                 });
             }
         }
@@ -706,7 +732,10 @@ impl Relaxation {
             terms
                 .iter()
                 .filter(|t| keep(t))
-                .map(|t| t.query.clone())
+                .map(|t| match t.held_eligible {
+                    true => t.query.clone(),
+                    false => NO_ELIGIBLE_HOLDER.to_string(),
+                })
                 .collect()
         };
         Ok(Relaxation {
@@ -1836,6 +1865,29 @@ mod tests {
         );
         let ids: Vec<&str> = merged.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(ids, vec!["p4", "p9", "p2"]);
+    }
+
+    #[test]
+    fn only_a_price_range_wholly_outside_the_filter_admits_nothing() {
+        let elig = |min, max| {
+            Eligibility::new(&Filters {
+                min_price_cents: min,
+                max_price_cents: max,
+                ..Filters::default()
+            })
+        };
+        let band = elig(Some(1_000), Some(5_000));
+        assert!(band.admits_some_price((Some(4_000), Some(9_000))));
+        assert!(band.admits_some_price((Some(5_000), Some(5_000))));
+        assert!(band.admits_some_price((Some(10), Some(1_000))));
+        assert!(!band.admits_some_price((Some(5_001), Some(9_000))));
+        assert!(!band.admits_some_price((Some(10), Some(999))));
+        assert!(!band.admits_some_price((Some(5_001), None)));
+        assert!(!band.admits_some_price((None, Some(999))));
+        // Unknown bounds admit.
+        assert!(band.admits_some_price((None, None)));
+        // No price filter admits any range.
+        assert!(elig(None, None).admits_some_price((Some(i64::MAX), Some(i64::MAX))));
     }
 
     #[test]

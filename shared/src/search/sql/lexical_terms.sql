@@ -2,13 +2,22 @@
 -- lexemes (English stemming; a stop word gives an empty query, a hyphenated
 -- word the phrase of its parts), in query order, with the number of
 -- products that hold it (its rarest lexeme's count in search.lexeme_stats,
--- 0 when the catalog lacks one of them) and the catalog's product count,
--- for the relaxed steps (lexical_relaxed.sql).
+-- 0 when the catalog lacks one of them), the catalog's product count, and
+-- the price range every product holding the term lies in (each lexeme's
+-- holders' bounds, migration 0022, intersected: a holder of the term holds
+-- every one of its lexemes; NULL: unknown), for the relaxed steps
+-- (lexical_relaxed.sql).
 SELECT t.term,
        plainto_tsquery('english', t.term)::text AS query,
        (SELECT coalesce(min(coalesce(s.docs, 0)), 0)
         FROM unnest(tsvector_to_array(to_tsvector('english', t.term))) AS l (lexeme)
         LEFT JOIN search.lexeme_stats s ON s.lexeme = l.lexeme)::bigint AS products,
-       coalesce((SELECT c.products FROM search.catalog_stats c), 0)::bigint AS catalog
+       coalesce((SELECT c.products FROM search.catalog_stats c), 0)::bigint AS catalog,
+       lexemes.min_price_cents, lexemes.max_price_cents
 FROM unnest($1::text[]) WITH ORDINALITY AS t (term, i)
+CROSS JOIN LATERAL (
+    SELECT max(s.min_price_cents) AS min_price_cents, min(s.max_price_cents) AS max_price_cents
+    FROM unnest(tsvector_to_array(to_tsvector('english', t.term))) AS l (lexeme)
+    JOIN search.lexeme_stats s ON s.lexeme = l.lexeme
+) lexemes
 ORDER BY t.i;
