@@ -1297,6 +1297,39 @@ async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_
     );
     tx.rollback().await.unwrap();
 
+    // The graph stays while the median lies between two thirds of its
+    // ceiling and the ceiling (a refresh that replaced it would hold back
+    // searches while the old index is dropped); past that it follows.
+    for (scale, kept) in [((4, 5), true), ((1, 2), false)] {
+        c.execute(
+            "UPDATE search.product_projection SET price_cents = price_cents * $1 / $2",
+            &[&(scale.0 as i64), &(scale.1 as i64)],
+        )
+        .await
+        .unwrap();
+        let built: i32 = c
+            .query_one("SELECT search.refresh_price_indexes(0)", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(built, 1);
+        let median: i64 = c
+            .query_one(
+                "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY price_cents)
+                 FROM search.product_projection",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let now = match kept {
+            true => name.clone(),
+            false => format!("projection_embedding_hnsw_p_{}", two_figures_up(median)),
+        };
+        assert!(kept || now != name);
+        assert_eq!(price_indexes(&c).await, vec![now], "median {median}");
+    }
+
     // At the default size again, the graph goes.
     let built: i32 = c
         .query_one("SELECT search.refresh_price_indexes()", &[])
@@ -1470,13 +1503,28 @@ async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm(
     let (word, cheapest): (String, i64) = (r.get(0), r.get(1));
     let max = cheapest - 1;
     // A word held beside it by products the filter admits.
-    let other: String = c
+    // Words held beside it by products the filter admits.
+    let others = texts(
+        &c,
+        "SELECT v.word FROM search.vocabulary v JOIN search.lexeme_stats s ON s.lexeme = v.word
+         WHERE v.min_price_cents <= $1 AND s.docs BETWEEN 20 AND 500 AND v.word <> $2
+           AND tsvector_to_array(to_tsvector('english', v.word)) = ARRAY[s.lexeme]
+         ORDER BY s.docs DESC, v.word LIMIT 3",
+        &[&max, &word],
+    )
+    .await;
+    assert_eq!(others.len(), 3, "{others:?}");
+    let other = others[0].clone();
+    // A product line's code none of whose holders the filter admits either
+    // (a query naming a code relaxes its other words around it): a line
+    // whose letters no product under the maximum holds.
+    let code: String = c
         .query_one(
-            "SELECT v.word FROM search.vocabulary v JOIN search.lexeme_stats s ON s.lexeme = v.word
-             WHERE v.min_price_cents <= $1 AND s.docs BETWEEN 20 AND 500 AND v.word <> $2
-               AND tsvector_to_array(to_tsvector('english', v.word)) = ARRAY[s.lexeme]
-             ORDER BY s.docs DESC, v.word LIMIT 1",
-            &[&max, &word],
+            "SELECT lower(p.model) FROM catalog.products p
+             JOIN search.lexeme_stats s ON s.lexeme = lower(split_part(p.model, '-', 1))
+             WHERE p.model ~ '^[A-Za-z]+-[0-9]+$' AND s.min_price_cents > $1
+             ORDER BY p.product_id LIMIT 1",
+            &[&max],
         )
         .await
         .unwrap()
@@ -1537,6 +1585,7 @@ async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm(
         word.clone(),
         format!("{word} {other}"),
         format!("{other} {word}"),
+        format!("{code} {word} {}", others.join(" ")),
     ];
     let with_bounds = text_arms(&mut c, &queries, &elig, &profile, false).await;
     let without = text_arms(&mut c, &queries, &elig, &profile, true).await;

@@ -68,6 +68,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(20, "0020_trigram_selectivity.sql"),
     migration!(21, "0021_candidate_bounds.sql"),
     migration!(22, "0022_price_ceiling_graphs.sql"),
+    migration!(23, "0023_price_ceiling_kept.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

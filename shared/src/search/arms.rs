@@ -661,10 +661,12 @@ pub async fn lexical_understood<C: GenericClient>(
 }
 
 /// A term's tsquery text in a relaxed step when no product the price
-/// filter admits holds the term: a lexeme with a space, which no document
+/// filter admits holds the term, followed by the term's place in the query
+/// ("'no eligible holder 2'"): a lexeme with spaces, which no document
 /// holds (the parser splits words at spaces), so the GIN index answers it
-/// from one empty entry.
-pub const NO_ELIGIBLE_HOLDER: &str = "'no eligible holder'";
+/// from one empty entry; each term keeps a text of its own, as the steps
+/// tell terms apart by their text.
+pub const NO_ELIGIBLE_HOLDER: &str = "no eligible holder";
 
 /// The terms the lexical arm's relaxed steps work with, each as its own
 /// tsquery text (stop words dropped, repeats once).
@@ -692,7 +694,7 @@ impl Relaxation {
     ///
     /// A term that no product `elig`'s price range admits holds (its
     /// holders' price bounds, migration 0022) stands in every step as
-    /// [`NO_ELIGIBLE_HOLDER`], which no document holds: the steps, their
+    /// a [`NO_ELIGIBLE_HOLDER`] lexeme, which no document holds: the steps, their
     /// order and their modes are those of the catalog's counts, and each
     /// step matches the same eligible products, but the index no longer
     /// reads the term's holders only to find each one too dear.
@@ -711,6 +713,7 @@ impl Relaxation {
             informative: bool,
             code: bool,
             held_eligible: bool,
+            place: usize,
         }
         let mut terms: Vec<Term> = Vec::new();
         for r in rows {
@@ -725,6 +728,7 @@ impl Relaxation {
                     informative: products > 0 && products * 2 <= catalog,
                     code: super::understand::identifier_stem(&word).is_some(),
                     held_eligible: elig.admits_some_price(held),
+                    place: terms.len(),
                 });
             }
         }
@@ -734,7 +738,7 @@ impl Relaxation {
                 .filter(|t| keep(t))
                 .map(|t| match t.held_eligible {
                     true => t.query.clone(),
-                    false => NO_ELIGIBLE_HOLDER.to_string(),
+                    false => format!("'{NO_ELIGIBLE_HOLDER} {}'", t.place),
                 })
                 .collect()
         };

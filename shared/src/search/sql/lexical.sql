@@ -23,17 +23,20 @@ WITH matched AS (
       AND ($9::jsonb IS NULL OR pp.attributes @> $9)
       AND ($10::text[] IS NULL OR NOT EXISTS (
           SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
-      -- A query without "or" or negation needs every one of its lexemes.
+      -- A query without "or" or negation needs every one of its lexemes
+      -- (the quoted words of its tsquery; outside them, no '|' or '!').
       -- When the price filter admits no product holding one of them (the
       -- holders' price bounds in search.lexeme_stats, migration 0022),
       -- nothing eligible can match: this condition holds no column, so the
       -- planner checks it once, before the scan, and skips the scan.
       AND NOT EXISTS (
-          SELECT 1 FROM search.lexeme_stats s
-          WHERE s.lexeme = ANY (tsvector_to_array(to_tsvector('english', $11)))
-            AND (s.min_price_cents > $7 OR s.max_price_cents < $6)
-            AND regexp_replace(websearch_to_tsquery('english', $11)::text,
-                               '''(?:[^'']|'''')*''', '', 'g') !~ '[|!]')
+          SELECT 1
+          FROM (SELECT websearch_to_tsquery('english', $11)::text AS q) w
+          CROSS JOIN LATERAL regexp_matches(w.q, '''((?:[^'']|'''')*)''', 'g') AS l (m)
+          JOIN search.lexeme_stats s
+            ON s.lexeme = replace(replace(l.m[1], '''''', ''''), '\\', '\')
+          WHERE (s.min_price_cents > $7 OR s.max_price_cents < $6)
+            AND regexp_replace(w.q, '''(?:[^'']|'''')*''', '', 'g') !~ '[|!]')
     LIMIT $12
 )
 SELECT m.product_id, ts_rank_cd(m.document, websearch_to_tsquery('english', $11), 32)::float8 AS score,
