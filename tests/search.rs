@@ -1136,6 +1136,22 @@ async fn domain_indexes(c: &Client) -> Vec<String> {
     .await
 }
 
+/// Makes `tx` plan with indexes only (no sequential or bitmap scan), so
+/// that an ORDER BY of vector distance walks a graph, and returns a
+/// catalog vector to walk toward.
+async fn walks_by_index(tx: &tokio_postgres::Transaction<'_>) -> pgvector::Vector {
+    tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        .await
+        .unwrap();
+    tx.query_one(
+        "SELECT embedding FROM search.product_projection WHERE embedding IS NOT NULL LIMIT 1",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
 #[tokio::test]
 async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
     let db = TestDb::with_sample("domain_hnsw").await;
@@ -1167,17 +1183,7 @@ async fn each_domain_gets_its_own_hnsw_graph_and_a_domain_filter_walks_it() {
     // With the domain bound as a parameter (as the arm binds it), the plan
     // walks a partial graph, not the whole-catalog one.
     let tx = c.transaction().await.unwrap();
-    tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
-        .await
-        .unwrap();
-    let v: pgvector::Vector = tx
-        .query_one(
-            "SELECT embedding FROM search.product_projection WHERE embedding IS NOT NULL LIMIT 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let v = walks_by_index(&tx).await;
     let plan = texts(
         &tx,
         "EXPLAIN SELECT product_id FROM search.product_projection
@@ -1265,17 +1271,7 @@ async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_
     // walks the cheaper half's graph at or under the ceiling, and the whole
     // catalog's above it.
     let tx = c.transaction().await.unwrap();
-    tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
-        .await
-        .unwrap();
-    let v: pgvector::Vector = tx
-        .query_one(
-            "SELECT embedding FROM search.product_projection WHERE embedding IS NOT NULL LIMIT 1",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let v = walks_by_index(&tx).await;
     let mut walked = Vec::new();
     for max in [ceiling, ceiling + 1] {
         let plan = texts(
@@ -1391,7 +1387,7 @@ async fn each_words_price_bounds_hold_every_holder_through_imports() {
         .await
         .unwrap()
         .get(0);
-    let lowest_of_its_lexemes = "SELECT min(s.min_price_cents), max(s.max_price_cents)
+    let its_lexemes_bounds = "SELECT min(s.min_price_cents), max(s.max_price_cents)
          FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
          JOIN search.lexeme_stats s ON s.lexeme = u.lexeme WHERE pp.product_id = $1";
     // An import by difference: the product made cheaper than any, then
@@ -1413,7 +1409,7 @@ async fn each_words_price_bounds_hold_every_holder_through_imports() {
     // Bounds only widen by difference: no product costs 1 cent any more,
     // and the product's lexemes still reach down to it.
     let (lo, hi): (i64, i64) = {
-        let r = c.query_one(lowest_of_its_lexemes, &[&id]).await.unwrap();
+        let r = c.query_one(its_lexemes_bounds, &[&id]).await.unwrap();
         (r.get(0), r.get(1))
     };
     assert_eq!((lo, hi), (1, 1_000_000_000));

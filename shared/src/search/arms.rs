@@ -713,7 +713,6 @@ impl Relaxation {
             informative: bool,
             code: bool,
             held_eligible: bool,
-            place: usize,
         }
         let mut terms: Vec<Term> = Vec::new();
         for r in rows {
@@ -728,17 +727,18 @@ impl Relaxation {
                     informative: products > 0 && products * 2 <= catalog,
                     code: super::understand::identifier_stem(&word).is_some(),
                     held_eligible: elig.admits_some_price(held),
-                    place: terms.len(),
                 });
             }
         }
         let pick = |keep: &dyn Fn(&Term) -> bool| -> Vec<String> {
+            // A term's place in `terms` numbers its stand-in.
             terms
                 .iter()
-                .filter(|t| keep(t))
-                .map(|t| match t.held_eligible {
+                .enumerate()
+                .filter(|(_, t)| keep(t))
+                .map(|(place, t)| match t.held_eligible {
                     true => t.query.clone(),
-                    false => format!("'{NO_ELIGIBLE_HOLDER} {}'", t.place),
+                    false => format!("'{NO_ELIGIBLE_HOLDER} {place}'"),
                 })
                 .collect()
         };

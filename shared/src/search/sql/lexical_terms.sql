@@ -9,15 +9,15 @@
 -- (lexical_relaxed.sql).
 SELECT t.term,
        plainto_tsquery('english', t.term)::text AS query,
-       (SELECT coalesce(min(coalesce(s.docs, 0)), 0)
-        FROM unnest(tsvector_to_array(to_tsvector('english', t.term))) AS l (lexeme)
-        LEFT JOIN search.lexeme_stats s ON s.lexeme = l.lexeme)::bigint AS products,
+       lexemes.products,
        coalesce((SELECT c.products FROM search.catalog_stats c), 0)::bigint AS catalog,
        lexemes.min_price_cents, lexemes.max_price_cents
 FROM unnest($1::text[]) WITH ORDINALITY AS t (term, i)
 CROSS JOIN LATERAL (
-    SELECT max(s.min_price_cents) AS min_price_cents, min(s.max_price_cents) AS max_price_cents
+    -- A lexeme the catalog lacks counts 0 products and bounds nothing.
+    SELECT coalesce(min(coalesce(s.docs, 0)), 0)::bigint AS products,
+           max(s.min_price_cents) AS min_price_cents, min(s.max_price_cents) AS max_price_cents
     FROM unnest(tsvector_to_array(to_tsvector('english', t.term))) AS l (lexeme)
-    JOIN search.lexeme_stats s ON s.lexeme = l.lexeme
+    LEFT JOIN search.lexeme_stats s ON s.lexeme = l.lexeme
 ) lexemes
 ORDER BY t.i;
