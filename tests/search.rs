@@ -1917,6 +1917,124 @@ async fn a_trigram_step_checks_a_broad_price_filter_on_its_matches_and_intersect
     }
 }
 
+#[tokio::test]
+async fn a_broad_price_filter_is_checked_on_the_lexical_matches_and_every_step_keeps_its_rows() {
+    let db = TestDb::with_sample("lexical_price").await;
+    let mut rt = db.runtime().await;
+    let profile = RetrievalProfile::default();
+    let cut: Vec<i64> = {
+        let r = rt
+            .query_one(
+                "SELECT percentile_disc(ARRAY[0.1, 0.5, 0.51, 0.9]) WITHIN GROUP (ORDER BY price_cents)
+                 FROM search.product_projection",
+                &[],
+            )
+            .await
+            .unwrap();
+        r.get(0)
+    };
+    let (p10, median, band, p90) = (cut[0], cut[1], cut[2], cut[3]);
+    let price = |min: Option<i64>, max: Option<i64>| {
+        Eligibility::new(&Filters {
+            min_price_cents: min,
+            max_price_cents: max,
+            ..Default::default()
+        })
+    };
+    let ranges = [
+        (None, Some(median)),
+        (Some(median), Some(band)),
+        (Some(p90), None),
+        (Some(p10), Some(p90)),
+    ];
+    let shapes: Vec<Eligibility> = ranges.iter().map(|&(lo, hi)| price(lo, hi)).collect();
+    // The share the statistics estimate is the catalog's, within a bucket
+    // or two of the histogram (1% each).
+    for (elig, (lo, hi)) in shapes.iter().zip(ranges) {
+        let estimate = arms::PriceShare::of(&rt, elig).await.unwrap().unwrap();
+        let exact: f64 = rt
+            .query_one(
+                "SELECT avg((price_cents BETWEEN coalesce($1, price_cents) AND coalesce($2, price_cents))::int)::float8
+                 FROM search.product_projection",
+                &[&lo, &hi],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(
+            (estimate.share - exact).abs() <= 0.02,
+            "{estimate:?} against {exact}"
+        );
+        assert_eq!(estimate.rows, 5_000.0);
+    }
+    assert_eq!(
+        arms::PriceShare::of(&rt, &price(None, None)).await.unwrap(),
+        None
+    );
+
+    // Written either way, each step keeps the same matches, modes and
+    // verdicts: the strict step, the relaxed ones (long queries, a code, a
+    // misspelt word that drops out) and a query with "or" and a negation.
+    let queries = [
+        "wireless headphones",
+        "laptop",
+        "kettle",
+        "stainless steel kettle with a glass lid and a quiet boil",
+        "ergonomic mesh office chair with lumbar support for long days",
+        "tent or backpack -ultralight",
+        "wirelss headphnes with noise cancelling",
+    ];
+    let on_rows = Some(arms::PriceShare {
+        share: 1.0,
+        rows: f64::MAX,
+    });
+    let tx = rt.transaction().await.unwrap();
+    arms::apply_settings(&tx, &profile).await.unwrap();
+    let mut relaxed = 0;
+    for elig in &shapes {
+        let rows = elig.clone().with_price_share(on_rows);
+        for q in queries {
+            let index = arms::lexical(&tx, elig, q, &profile).await.unwrap();
+            let checked = arms::lexical(&tx, &rows, q, &profile).await.unwrap();
+            let seen =
+                |a: &arms::ArmResult| format!("{:?} {:?} {:?}", a.mode, a.verdict, a.candidates);
+            assert_eq!(seen(&index), seen(&checked), "{q}");
+            assert_eq!(
+                (index.price_checked_on_rows, checked.price_checked_on_rows),
+                (None, Some(true))
+            );
+            relaxed += usize::from(index.mode != Some(ArmMode::Lexical(LexicalMode::Strict)));
+        }
+    }
+    assert!(relaxed >= 4, "only {relaxed} relaxed steps");
+
+    // The plans: the rows' check reads no price index; a narrow band's
+    // check through the index intersects it.
+    let plan = |sql: String, elig: Eligibility| {
+        let tx = &tx;
+        async move {
+            let (q, budget, limit) = ("laptop".to_string(), 2_000i64, 100i64);
+            tx.batch_execute("SET LOCAL enable_seqscan = off")
+                .await
+                .unwrap();
+            texts(
+                tx,
+                &format!("EXPLAIN {sql}"),
+                &elig.params(&[&q, &budget, &limit]),
+            )
+            .await
+            .join("\n")
+        }
+    };
+    let narrow = shapes[1].clone();
+    let through = plan(arms::LEXICAL_SQL.to_string(), narrow.clone()).await;
+    assert!(through.contains("projection_price_idx"), "{through}");
+    let checked = plan(arms::price_on_rows(arms::LEXICAL_SQL), narrow).await;
+    assert!(!checked.contains("projection_price_idx"), "{checked}");
+    assert!(checked.contains("price_cents + 0"), "{checked}");
+    tx.rollback().await.unwrap();
+}
+
 /// The plan of one trigram step for `q` at the 0.45 floor, in `tx`.
 async fn trigram_floor_plan(
     tx: &tokio_postgres::Transaction<'_>,

@@ -271,7 +271,9 @@ pub async fn direct(
     let te = Instant::now();
     arms::exact_identifier(&tx, elig, query).await?;
     let exact_identifier_ms = te.elapsed().as_secs_f64() * 1000.0;
-    let lexical = arms::lexical(&tx, elig, query, profile).await?;
+    let price_share = arms::PriceShare::of(&tx, elig).await?;
+    let lexical_elig = elig.clone().with_price_share(price_share);
+    let lexical = arms::lexical(&tx, &lexical_elig, query, profile).await?;
     // No understanding step here: every query runs the whole cascade.
     let trigram = arms::trigram(&tx, elig, query, (false, None), profile).await?;
     let semantic = arms::semantic(&tx, elig, query, vector, profile).await?;

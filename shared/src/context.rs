@@ -12,9 +12,11 @@
 use crate::embed::Embedder;
 use crate::profile::RetrievalProfile;
 use crate::rerank::Reranker;
+use crate::search::arms::PriceStats;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub use crate::principal::Principal;
 
@@ -30,6 +32,38 @@ pub struct Ctx {
     pub reader: Option<Reader>,
     /// The catalog's size as the last search saw it.
     pub catalog: CatalogSize,
+    /// The price column's statistics as a search last read them.
+    pub price_stats: PriceStatsCache,
+}
+
+/// The price column's statistics ([`PriceStats`]) as a search last read
+/// them, shared by the context's clones, for at most [`PRICE_STATS_FOR`]:
+/// the lexical arm estimates a price filter's share of the catalog from
+/// them (which only chooses how it checks the price, never what it
+/// returns), and ANALYZE, after every load, is what changes them.
+#[derive(Clone, Debug, Default)]
+pub struct PriceStatsCache(Arc<Mutex<Option<PriceStatsRead>>>);
+
+/// When the statistics were read, and what was read (`None`: none yet).
+type PriceStatsRead = (Instant, Option<Arc<PriceStats>>);
+
+/// How long a read of the price statistics serves searches.
+pub const PRICE_STATS_FOR: Duration = Duration::from_secs(60);
+
+impl PriceStatsCache {
+    /// The statistics last read, when read less than [`PRICE_STATS_FOR`]
+    /// ago (`Some(None)`: read, and there were none).
+    pub fn fresh(&self) -> Option<Option<Arc<PriceStats>>> {
+        let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref()
+            .filter(|(at, _)| at.elapsed() < PRICE_STATS_FOR)
+            .map(|(_, stats)| stats.clone())
+    }
+
+    /// Keeps what a search read.
+    pub fn remember(&self, stats: Option<Arc<PriceStats>>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), stats));
+    }
 }
 
 /// The catalog's product count as the semantic arm's probe last read it,
@@ -119,6 +153,7 @@ impl Ctx {
             canceller: crate::db::Canceller::default(),
             reader: None,
             catalog: CatalogSize::default(),
+            price_stats: PriceStatsCache::default(),
         }
     }
 

@@ -34,6 +34,6 @@ pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use context::{CatalogSize, Ctx, Principal};
+pub use context::{CatalogSize, Ctx, PriceStatsCache, Principal};
 pub use error::Error;
 pub use profile::RetrievalProfile;

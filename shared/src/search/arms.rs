@@ -60,6 +60,7 @@ pub const SEMANTIC_FAMILY_SQL: &str = include_str!("sql/semantic_family.sql");
 pub const EXACT_IDENTIFIER_SQL: &str = include_str!("sql/exact_identifier.sql");
 pub const METADATA_ONLY_SQL: &str = include_str!("sql/metadata_only.sql");
 pub const ELIGIBLE_AMONG_SQL: &str = include_str!("sql/eligible_among.sql");
+pub const PRICE_STATS_SQL: &str = include_str!("sql/price_stats.sql");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,6 +112,12 @@ pub struct ArmResult {
     /// absent when it read all of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_chars: Option<usize>,
+    /// The lexical arm: `true` when its statements checked the price
+    /// filter on each match's row rather than through the price index, as
+    /// the filter admits enough of a large catalog ([`PriceShare`]); the
+    /// same matches either way. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_checked_on_rows: Option<bool>,
     /// The lane (0 = the search's own connection) the arm ran on; see
     /// [`super::lanes`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -266,6 +273,7 @@ impl ArmResult {
             walks_connection: None,
             matched_codes: None,
             read_chars: None,
+            price_checked_on_rows: None,
             connection: None,
             pool: None,
             catalog_rows: None,
@@ -309,6 +317,7 @@ impl ArmResult {
             walks_connection: None,
             matched_codes: None,
             read_chars: None,
+            price_checked_on_rows: None,
             connection: None,
             pool: None,
             catalog_rows: None,
@@ -395,6 +404,10 @@ pub struct Eligibility {
     min_rating: Option<f32>,
     attributes: Option<serde_json::Value>,
     negated: Option<Vec<String>>,
+    /// The price filter's estimated share of the catalog, when known: it
+    /// chooses how the lexical arm's statements check the price
+    /// ([`PriceShare::checks_rows`]). Never part of the predicate.
+    price_share: Option<PriceShare>,
 }
 
 impl Eligibility {
@@ -427,7 +440,20 @@ impl Eligibility {
             min_rating: f.min_rating,
             attributes: f.attributes.as_ref().map(attribute_sets),
             negated,
+            price_share: None,
         }
+    }
+
+    /// The same filters, with the price filter's estimated share of the
+    /// catalog ([`PriceShare::of`]).
+    pub fn with_price_share(mut self, share: Option<PriceShare>) -> Self {
+        self.price_share = share;
+        self
+    }
+
+    /// Whether a price filter is set.
+    pub fn filters_price(&self) -> bool {
+        self.min_price.is_some() || self.max_price.is_some()
     }
 
     /// Whether a product priced within `held` (lowest, highest; `None`:
@@ -575,6 +601,148 @@ pub fn at_least(terms: &[String], k: usize) -> String {
     )
 }
 
+/// A price filter's estimated share of the catalog and the catalog's rows,
+/// from the planner's statistics ([`PriceStats`]).
+///
+/// Under a price filter the planner ANDs the price index's bitmap into each
+/// lexical step: it reads the index entry of every product in the range to
+/// save fetching the text matches that lie outside it. Its cost model
+/// leaves out the step's scoring budget: a step stops after `budget`
+/// eligible matches, about `budget / share` fetched documents when the
+/// price checks each one on its row, against `share * rows` index entries
+/// for the bitmap. Under a broad range over a large catalog the bitmap is
+/// the dearer (a million products, the cheaper half: 2-3x), under a narrow
+/// band the row checks are (4-6x at 2% of the catalog). [`checks_rows`](Self::checks_rows)
+/// compares the two, and the lexical arm then writes the price conditions
+/// so that no index serves them ([`price_on_rows`]). Both plans read the
+/// matches in the table's physical order, so each step keeps the same
+/// matches either way: only the time changes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PriceShare {
+    /// The share of the catalog the price range admits, 0 to 1.
+    pub share: f64,
+    /// The catalog's rows, as the planner counts them.
+    pub rows: f64,
+}
+
+/// How many index entries of the price bitmap cost as much as one fetched
+/// document whose price is checked on its row. See [`PriceShare`]. Set
+/// from where the two ways cost the same (BENCHMARKS.md, "A broad price
+/// filter in the lexical arm"): at a million products, four lexical steps
+/// under a maximum price admitting 2% to 50% of the catalog broke even
+/// between 10% and 15% (this factor: 14%); at 100,000 products between
+/// 20% and 50% (this factor: 45%).
+pub const PRICE_ENTRIES_PER_ROW_CHECK: f64 = 10.0;
+
+impl PriceShare {
+    /// The share of `elig`'s price range, or `None` when it sets no price
+    /// or the catalog has no statistics yet. One statement
+    /// ([`PriceStats::read`]); a search reads the statistics its context
+    /// keeps ([`crate::PriceStatsCache`]).
+    pub async fn of<C: GenericClient>(
+        db: &C,
+        elig: &Eligibility,
+    ) -> Result<Option<PriceShare>, tokio_postgres::Error> {
+        if !elig.filters_price() {
+            return Ok(None);
+        }
+        Ok(PriceStats::read(db).await?.map(|s| s.share(elig)))
+    }
+
+    /// The fewest catalog rows at which [`checks_rows`](Self::checks_rows)
+    /// can hold for `budget` (a range admitting the whole catalog).
+    pub fn least_rows(budget: i64) -> i64 {
+        (PRICE_ENTRIES_PER_ROW_CHECK * budget.max(1) as f64) as i64
+    }
+
+    /// Whether checking the price on each fetched match (at most
+    /// `budget / share` of them for a step) costs less than the price
+    /// index's bitmap (`share * rows` entries).
+    pub fn checks_rows(&self, budget: i64) -> bool {
+        let fetched = budget.max(1) as f64 / self.share.max(f64::MIN_POSITIVE);
+        self.share * self.rows >= PRICE_ENTRIES_PER_ROW_CHECK * fetched
+    }
+}
+
+/// The price column's statistics, as ANALYZE left them
+/// (`sql/price_stats.sql`): a price range's share of the catalog is
+/// estimated from them as the planner would, without a statement per
+/// search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriceStats {
+    /// The share of products without a price.
+    pub null_frac: f64,
+    /// The most common prices and the share of products at each.
+    pub common: Vec<(i64, f64)>,
+    /// The histogram's bounds over the other prices, lowest first: equal
+    /// shares of them between neighbouring bounds.
+    pub bounds: Vec<i64>,
+    /// The catalog's rows, as the planner counts them.
+    pub rows: f64,
+}
+
+impl PriceStats {
+    /// Reads the statistics; `None` when the column has none yet (a
+    /// catalog never analysed).
+    pub async fn read<C: GenericClient>(
+        db: &C,
+    ) -> Result<Option<PriceStats>, tokio_postgres::Error> {
+        let row = db.query_typed_one(PRICE_STATS_SQL, &[]).await?;
+        let Some(null_frac) = row.get::<_, Option<f64>>(0) else {
+            return Ok(None);
+        };
+        let prices: Vec<i64> = row.get::<_, Option<Vec<i64>>>(1).unwrap_or_default();
+        let freqs: Vec<f64> = row.get::<_, Option<Vec<f64>>>(2).unwrap_or_default();
+        Ok(Some(PriceStats {
+            null_frac,
+            common: prices.into_iter().zip(freqs).collect(),
+            bounds: row.get::<_, Option<Vec<i64>>>(3).unwrap_or_default(),
+            rows: row.get(4),
+        }))
+    }
+
+    /// `elig`'s price range's share of the catalog: the common prices'
+    /// shares within it, plus the other prices' share times the share of
+    /// the histogram's bounds within it (within a bucket of the histogram,
+    /// 1% of the rest at the default statistics target).
+    pub fn share(&self, elig: &Eligibility) -> PriceShare {
+        let within =
+            |p: i64| elig.min_price.is_none_or(|m| p >= m) && elig.max_price.is_none_or(|m| p <= m);
+        let common: f64 = self
+            .common
+            .iter()
+            .filter(|(p, _)| within(*p))
+            .map(|(_, f)| f)
+            .sum();
+        let rest = 1.0 - self.null_frac - self.common.iter().map(|(_, f)| f).sum::<f64>();
+        let hist = match self.bounds.len() {
+            0 => 0.0,
+            n => self.bounds.iter().filter(|p| within(**p)).count() as f64 / n as f64,
+        };
+        PriceShare {
+            share: (common + rest.max(0.0) * hist).clamp(0.0, 1.0),
+            rows: self.rows,
+        }
+    }
+}
+
+/// `sql` with the eligibility predicate's price conditions written so that
+/// no index serves them (`pp.price_cents + 0`): the same conditions,
+/// checked on each row the statement's other conditions fetch.
+pub fn price_on_rows(sql: &str) -> String {
+    sql.replace("pp.price_cents >= $6", "pp.price_cents + 0 >= $6")
+        .replace("pp.price_cents <= $7", "pp.price_cents + 0 <= $7")
+}
+
+/// The lexical statements (strict, relaxed) with the price checked on the
+/// rows ([`price_on_rows`]).
+static LEXICAL_PRICE_ON_ROWS: std::sync::LazyLock<[String; 2]> = std::sync::LazyLock::new(|| {
+    [
+        price_on_rows(LEXICAL_SQL),
+        price_on_rows(LEXICAL_RELAXED_SQL),
+    ]
+});
+
 /// Lexical arm: the strict websearch query, then (only when it matches
 /// nothing) relaxed steps over the query's informative terms (those some
 /// products hold, but not more than half of them: past half a term's BM25
@@ -600,7 +768,10 @@ pub async fn lexical<C: GenericClient>(
 /// when it matches nothing, take their terms from the query `as_written`,
 /// where a misspelt word matches nothing and so drops out of every step. A
 /// correction is trusted when the corrected query matches as a whole;
-/// otherwise no corrected word outweighs the caller's own.
+/// otherwise no corrected word outweighs the caller's own. Where `elig`
+/// carries its price filter's share of the catalog and that share makes
+/// the price index's bitmap the dearer way, every step checks the price on
+/// its matches' rows ([`PriceShare::checks_rows`]).
 pub async fn lexical_understood<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -611,6 +782,11 @@ pub async fn lexical_understood<C: GenericClient>(
     let t = std::time::Instant::now();
     let budget = profile.lexical_scan_budget;
     let limit = profile.lexical_limit;
+    let on_rows = elig.price_share.is_some_and(|s| s.checks_rows(budget));
+    let (strict_sql, relaxed_sql): (&'static str, &'static str) = match on_rows {
+        true => (&LEXICAL_PRICE_ON_ROWS[0], &LEXICAL_PRICE_ON_ROWS[1]),
+        false => (LEXICAL_SQL, LEXICAL_RELAXED_SQL),
+    };
     let run = |sql: &'static str, text: String, rank: Option<String>| async move {
         let mut extra: Vec<Typed> = vec![
             (&text, Type::TEXT),
@@ -625,7 +801,7 @@ pub async fn lexical_understood<C: GenericClient>(
         Ok::<_, tokio_postgres::Error>((scored(&rows), matched))
     };
     // Strict: the query as written (websearch syntax: quotes, -negation, or).
-    let (mut cands, mut matched) = run(LEXICAL_SQL, query.to_string(), None).await?;
+    let (mut cands, mut matched) = run(strict_sql, query.to_string(), None).await?;
     let mut mode = LexicalMode::Strict;
     let positive = lexical_terms(as_written).positive;
     if cands.is_empty() && positive.len() > 1 {
@@ -634,7 +810,7 @@ pub async fn lexical_understood<C: GenericClient>(
         let any = at_least(&relax.present, 1);
         let enough = profile.lexical_enough.max(1) as usize;
         for (step_mode, tsquery) in relax.steps() {
-            let step = run(LEXICAL_RELAXED_SQL, tsquery, Some(any.clone()));
+            let step = run(relaxed_sql, tsquery, Some(any.clone()));
             let (step, step_matched) = step.await?;
             for c in step {
                 if !cands.iter().any(|(id, _)| *id == c.0) {
@@ -651,13 +827,9 @@ pub async fn lexical_understood<C: GenericClient>(
     }
     // At the budget, only the first `budget` matches were ranked.
     let cut = matched >= budget;
-    Ok(ArmResult::ranked(
-        cands,
-        limit,
-        cut,
-        ArmMode::Lexical(mode),
-        t,
-    ))
+    let mut result = ArmResult::ranked(cands, limit, cut, ArmMode::Lexical(mode), t);
+    result.price_checked_on_rows = on_rows.then_some(true);
+    Ok(result)
 }
 
 /// A term's tsquery text in a relaxed step when no product the price
@@ -1773,9 +1945,12 @@ mod tests {
             .find("      -- eligibility")
             .expect("marker");
         let block = ELIGIBILITY_SQL[start..].trim_end().trim_end_matches(';');
+        let on_rows = price_on_rows(block);
         for (name, sql) in [
             ("lexical", LEXICAL_SQL),
             ("lexical_relaxed", LEXICAL_RELAXED_SQL),
+            ("lexical, price on rows", &LEXICAL_PRICE_ON_ROWS[0]),
+            ("lexical_relaxed, price on rows", &LEXICAL_PRICE_ON_ROWS[1]),
             ("trigram", TRIGRAM_SQL),
             ("eligible_count", ELIGIBLE_COUNT_SQL),
             ("semantic_exact", SEMANTIC_EXACT_SQL),
@@ -1785,6 +1960,10 @@ mod tests {
             ("metadata_only", METADATA_ONLY_SQL),
             ("eligible_among", ELIGIBLE_AMONG_SQL),
         ] {
+            let block = match name.ends_with("price on rows") {
+                true => on_rows.as_str(),
+                false => block,
+            };
             let at = sql
                 .find(block)
                 .unwrap_or_else(|| panic!("{name} lacks the eligibility predicate"));
@@ -1869,6 +2048,83 @@ mod tests {
         );
         let ids: Vec<&str> = merged.iter().map(|(id, _)| id.as_str()).collect();
         assert_eq!(ids, vec!["p4", "p9", "p2"]);
+    }
+
+    #[test]
+    fn the_price_on_rows_differs_from_the_predicate_in_its_two_price_conditions_alone() {
+        for (sql, derived) in [
+            (LEXICAL_SQL, &LEXICAL_PRICE_ON_ROWS[0]),
+            (LEXICAL_RELAXED_SQL, &LEXICAL_PRICE_ON_ROWS[1]),
+        ] {
+            // Each price condition once, in the predicate, and nothing else.
+            assert_eq!(sql.matches("pp.price_cents").count(), 2);
+            assert_eq!(derived.matches("pp.price_cents + 0 >= $6").count(), 1);
+            assert_eq!(derived.matches("pp.price_cents + 0 <= $7").count(), 1);
+            let back = derived.replace("pp.price_cents + 0", "pp.price_cents");
+            assert_eq!(back, sql);
+        }
+    }
+
+    #[test]
+    fn the_price_is_checked_on_rows_only_where_its_bitmap_would_cost_more() {
+        let at = |share, rows| PriceShare { share, rows };
+        let budget = RetrievalProfile::default().lexical_scan_budget;
+        assert_eq!(budget, 2_000);
+        // A million products: the cheaper half yes, a 0.5% band no.
+        assert!(at(0.5, 1e6).checks_rows(budget));
+        assert!(!at(0.005, 1e6).checks_rows(budget));
+        // The break-even share: share^2 * rows = factor * budget.
+        let even = (PRICE_ENTRIES_PER_ROW_CHECK * budget as f64 / 1e6).sqrt();
+        assert!(at(even * 1.01, 1e6).checks_rows(budget));
+        assert!(!at(even * 0.99, 1e6).checks_rows(budget));
+        // A small catalog's bitmap is cheap at any share.
+        assert!(!at(1.0, 5_000.0).checks_rows(budget));
+        // An empty range, or no statistics (no rows), never.
+        assert!(!at(0.0, 1e6).checks_rows(budget));
+        assert!(!at(0.5, 0.0).checks_rows(budget));
+    }
+
+    #[test]
+    fn a_price_ranges_share_counts_its_common_prices_and_its_part_of_the_histogram() {
+        let stats = PriceStats {
+            null_frac: 0.1,
+            common: vec![(1_000, 0.2), (5_000, 0.1)],
+            bounds: (0..=10).map(|i| i * 1_000).collect(),
+            rows: 1e6,
+        };
+        let share = |min, max| {
+            stats
+                .share(&Eligibility::new(&Filters {
+                    min_price_cents: min,
+                    max_price_cents: max,
+                    ..Filters::default()
+                }))
+                .share
+        };
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Everything priced: the common prices and all the rest.
+        assert!(near(share(Some(0), None), 0.9));
+        // At most 1,000: that common price, two bounds of eleven.
+        assert!(near(share(None, Some(1_000)), 0.2 + 0.6 * 2.0 / 11.0));
+        // Exactly 5,000: that common price, one bound.
+        assert!(near(share(Some(5_000), Some(5_000)), 0.1 + 0.6 / 11.0));
+        // Between two bounds and no common price: nothing.
+        assert!(near(share(Some(1_001), Some(1_999)), 0.0));
+        assert_eq!(
+            stats.share(&Eligibility::new(&Filters::default())).rows,
+            1e6
+        );
+        // No histogram (every price a common one).
+        let common_only = PriceStats {
+            bounds: Vec::new(),
+            ..stats.clone()
+        };
+        let elig = Eligibility::new(&Filters {
+            max_price_cents: Some(1_000),
+            ..Filters::default()
+        });
+        assert!(near(common_only.share(&elig).share, 0.2));
+        assert_eq!(PriceShare::least_rows(2_000), 20_000);
     }
 
     #[test]

@@ -116,8 +116,9 @@ async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
 /// the text arms run, and the semantic arm starts as soon as the vector and
 /// its lane are ready.
 ///
-/// Round trips: the own lane's transaction, its settings and the
-/// understanding go out together (`db::begin`), the other lanes open theirs
+/// Round trips: the own lane's transaction, its settings, the
+/// understanding and, when they are due, the price statistics (which choose
+/// how the lexical arm checks a price filter) go out together (`db::begin`), the other lanes open theirs
 /// at the same time. Every lane's read-only transaction is left open: the
 /// caller's next reads (hydration) end the own lane's, and [`finish`]
 /// commits the others at the same time, so no `COMMIT` waits on the way.
@@ -153,23 +154,26 @@ pub(crate) async fn run_arms(
     let text_side = async {
         let t = Instant::now();
         let own_lane = async {
-            let (_, understanding) = tokio::try_join!(
+            let (_, understanding, price_share) = tokio::try_join!(
                 open(lanes[0], profile),
                 understand::understand(lanes[0], written, profile),
+                price_share(lanes[0], ctx, enabled(Arm::Lexical), elig),
             )?;
-            Ok::<_, tokio_postgres::Error>((understanding, arms::ms_since(t)))
+            Ok::<_, tokio_postgres::Error>((understanding, price_share, arms::ms_since(t)))
         };
         let other_lanes = try_join_all(lanes[1..].iter().map(|c| open(c, profile)));
-        let ((understanding, understand_ms), _) = tokio::try_join!(own_lane, other_lanes)?;
+        let ((understanding, price_share, understand_ms), _) =
+            tokio::try_join!(own_lane, other_lanes)?;
         let _ = opened.send(());
         let positive = understanding.query(written);
+        let lexical_elig = elig.clone().with_price_share(price_share);
         let lexical_side = async {
             tokio::try_join!(
                 arms::exact_identifier(lane(Arm::Lexical), elig, q),
                 lexical_arm(
                     lane(Arm::Lexical),
                     enabled(Arm::Lexical),
-                    elig,
+                    &lexical_elig,
                     (positive, written),
                     profile
                 ),
@@ -266,6 +270,32 @@ fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
             result.walks_connection = Some(domain_walks_lane(lanes));
         }
     }
+}
+
+/// The price filter's share of the catalog, which chooses how the lexical
+/// arm checks the price ([`arms::PriceShare`]): only for a lexical arm under
+/// a price filter, over a catalog that may be large enough for it to
+/// matter, from the price statistics the context keeps, read again once
+/// they are older than [`crate::context::PRICE_STATS_FOR`].
+async fn price_share(
+    tx: &Client,
+    ctx: &Ctx,
+    lexical: bool,
+    elig: &Eligibility,
+) -> Result<Option<arms::PriceShare>, tokio_postgres::Error> {
+    let least = arms::PriceShare::least_rows(ctx.profile.lexical_scan_budget);
+    if !lexical || !elig.filters_price() || !ctx.catalog.may_reach(least) {
+        return Ok(None);
+    }
+    let stats = match ctx.price_stats.fresh() {
+        Some(stats) => stats,
+        None => {
+            let stats = arms::PriceStats::read(tx).await?.map(std::sync::Arc::new);
+            ctx.price_stats.remember(stats.clone());
+            stats
+        }
+    };
+    Ok(stats.map(|s| s.share(elig)))
 }
 
 /// The lexical arm for the understood query and the query as written
