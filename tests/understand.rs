@@ -60,6 +60,39 @@ async fn a_misspelt_brand_is_corrected_for_the_text_arms_and_recorded() {
 }
 
 #[tokio::test]
+async fn two_neighbouring_letters_swapped_are_one_edit_however_few_trigrams_they_share() {
+    let db = TestDb::with_sample("understand_swap").await;
+    let c = ctx(&db, RetrievalProfile::default());
+    let rt = db.runtime().await;
+    for (query, from, to) in [
+        ("standing dsek", "dsek", "desk"),
+        ("wireless mosue", "mosue", "mouse"),
+    ] {
+        // Too few shared trigrams for the vocabulary's trigram index to
+        // offer the word meant.
+        let similarity: f32 = rt
+            .query_one("SELECT similarity($1, $2)", &[&from, &to])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(similarity < 0.25, "{from} {to}: {similarity}");
+        let r = search(
+            &c,
+            json!({"query": query, "limit": 10, "include_diagnostics": true}),
+        )
+        .await;
+        let u = &r["diagnostics"]["query_understanding"];
+        assert_eq!(
+            u["corrections"],
+            json!([{"from": from, "to": to, "edits": 1}]),
+            "{u}"
+        );
+        assert_eq!(u["unknown"], json!([]), "{u}");
+        assert_eq!(r["diagnostics"]["arms"]["lexical"]["mode"], json!("strict"));
+    }
+}
+
+#[tokio::test]
 async fn words_a_shopper_writes_and_identifiers_are_left_alone() {
     let db = TestDb::with_sample("understand_alone").await;
     let c = ctx(&db, RetrievalProfile::default());

@@ -22,7 +22,9 @@
 //!   most common (`correction_context`); a word with no such neighbour
 //!   stays as written.
 //!   Candidates come from the vocabulary's trigram index, at least
-//!   `correction_min_similarity` similar; the edits are counted here
+//!   `correction_min_similarity` similar, and from the word with two
+//!   neighbouring letters swapped, looked up as written ("dsek" shares one
+//!   trigram of nine with "desk"); the edits are counted here
 //!   (insertions, deletions, substitutions and swaps of two neighbours).
 //!
 //! * **Bounds.** The numeric limits the query writes in words ("under
