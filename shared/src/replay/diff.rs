@@ -4,7 +4,8 @@
 //!
 //! Event changes: strategy, semantic route, eligible estimate, rerank
 //! status, every arm's account of itself (verdict, returned, limit, mode;
-//! not its timing or connection), models, every profile value, warnings.
+//! not its timing, its connection or how the lexical arm checked a price),
+//! models, every profile value, warnings.
 //! Timings, ids and timestamps are never changes.
 //!
 //! Moves: every product whose served rank changed, that entered or left the
@@ -171,14 +172,21 @@ fn event_changes(b: &Event, a: &Event) -> Vec<FieldChange> {
             after,
         })
         .collect();
-    // An arm's timing and connection vary run to run; its eligible count
-    // is the event's `eligible_estimate`.
+    // An arm's timing and connection vary run to run, and so may how the
+    // lexical arm checked a price (the price statistics, which change with
+    // ANALYZE; the same rows either way); its eligible count is the event's
+    // `eligible_estimate`.
     value_changes(
         &mut out,
         "arms",
         &b.arms,
         &a.arms,
-        &["ms", "connection", "eligible_estimate"],
+        &[
+            "ms",
+            "connection",
+            "eligible_estimate",
+            "price_checked_on_rows",
+        ],
     );
     value_changes(&mut out, "models", &b.models, &a.models, &[]);
     value_changes(&mut out, "profile", &b.profile, &a.profile, &[]);
