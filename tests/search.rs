@@ -1230,18 +1230,29 @@ fn two_figures_up(cents: i64) -> i64 {
     (cents + unit - 1) / unit * unit
 }
 
+/// Runs `search.refresh_price_indexes` from `min_products` (`None`: its
+/// default) and returns how many price graphs the catalog has.
+async fn refresh_price_graphs(c: &Client, min_products: Option<i64>) -> i32 {
+    let row = match min_products {
+        Some(n) => {
+            c.query_one("SELECT search.refresh_price_indexes($1)", &[&n])
+                .await
+        }
+        None => {
+            c.query_one("SELECT search.refresh_price_indexes()", &[])
+                .await
+        }
+    };
+    row.unwrap().get(0)
+}
+
 #[tokio::test]
 async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_it_walks_it() {
     let db = TestDb::with_sample("price_hnsw").await;
     let mut c = db.owner().await;
     // The sample catalog is below the size from which the graph is kept.
     assert_eq!(price_indexes(&c).await, Vec::<String>::new());
-    let built: i32 = c
-        .query_one("SELECT search.refresh_price_indexes(0)", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(built, 1);
+    assert_eq!(refresh_price_graphs(&c, Some(0)).await, 1);
 
     // The median (percentile_disc: the first price whose share of the
     // catalog, counted from the cheapest, reaches half), rounded up.
@@ -1303,12 +1314,7 @@ async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_
         )
         .await
         .unwrap();
-        let built: i32 = c
-            .query_one("SELECT search.refresh_price_indexes(0)", &[])
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(built, 1);
+        assert_eq!(refresh_price_graphs(&c, Some(0)).await, 1);
         let median: i64 = c
             .query_one(
                 "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY price_cents)
@@ -1327,12 +1333,7 @@ async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_
     }
 
     // At the default size again, the graph goes.
-    let built: i32 = c
-        .query_one("SELECT search.refresh_price_indexes()", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(built, 0);
+    assert_eq!(refresh_price_graphs(&c, None).await, 0);
     assert_eq!(price_indexes(&c).await, Vec::<String>::new());
 }
 
@@ -1498,7 +1499,6 @@ async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm(
         .unwrap();
     let (word, cheapest): (String, i64) = (r.get(0), r.get(1));
     let max = cheapest - 1;
-    // A word held beside it by products the filter admits.
     // Words held beside it by products the filter admits.
     let others = texts(
         &c,
@@ -1951,7 +1951,9 @@ async fn a_broad_price_filter_is_checked_on_the_lexical_matches_and_every_step_k
     // The share the statistics estimate is the catalog's, within a bucket
     // or two of the histogram (1% each).
     for (elig, (lo, hi)) in shapes.iter().zip(ranges) {
-        let estimate = arms::PriceShare::of(&rt, elig).await.unwrap().unwrap();
+        // A cache of its own each time: the statistics read afresh.
+        let stats = mosaic::PriceStatsCache::default();
+        let estimate = stats.share(&rt, elig).await.unwrap().unwrap();
         let exact: f64 = rt
             .query_one(
                 "SELECT avg((price_cents BETWEEN coalesce($1, price_cents) AND coalesce($2, price_cents))::int)::float8
@@ -1968,7 +1970,10 @@ async fn a_broad_price_filter_is_checked_on_the_lexical_matches_and_every_step_k
         assert_eq!(estimate.rows, 5_000.0);
     }
     assert_eq!(
-        arms::PriceShare::of(&rt, &price(None, None)).await.unwrap(),
+        mosaic::PriceStatsCache::default()
+            .share(&rt, &price(None, None))
+            .await
+            .unwrap(),
         None
     );
 

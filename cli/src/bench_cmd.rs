@@ -490,11 +490,16 @@ async fn bench_size(
             // The floor: the same arm SQL, one connection, back to back.
             let elig = Eligibility::with_query(&req.filters, Some(&text));
             let v = bench::query_vector(&*embedder, &text).await?;
-            let run = bench::direct(&mut direct_client, &elig, &text, &v, profile)
-                .await
-                .with_context(|| {
-                    failed("floor run (the arms' SQL back to back)", &q.text, shape)
-                })?;
+            let run = bench::direct(
+                &mut direct_client,
+                &ctx.price_stats,
+                &elig,
+                &text,
+                &v,
+                profile,
+            )
+            .await
+            .with_context(|| failed("floor run (the arms' SQL back to back)", &q.text, shape))?;
             st.floor.push(run.floor_ms);
             st.floor_arm_sum
                 .push(run.exact_identifier_ms + run.lexical.ms + run.trigram.ms + run.semantic.ms);

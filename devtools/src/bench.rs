@@ -257,9 +257,12 @@ pub struct DirectRun {
 }
 
 /// Runs exact identifier, lexical, trigram and semantic arms back to back
-/// in one read-only transaction with the service's session settings.
+/// in one read-only transaction with the service's session settings; the
+/// lexical arm estimates a price filter's share from `price_stats`, as the
+/// service does from its context's.
 pub async fn direct(
     client: &mut Client,
+    price_stats: &mosaic::PriceStatsCache,
     elig: &Eligibility,
     query: &str,
     vector: &Vector,
@@ -271,7 +274,7 @@ pub async fn direct(
     let te = Instant::now();
     arms::exact_identifier(&tx, elig, query).await?;
     let exact_identifier_ms = te.elapsed().as_secs_f64() * 1000.0;
-    let price_share = arms::PriceShare::of(&tx, elig).await?;
+    let price_share = price_stats.share(&tx, elig).await?;
     let lexical_elig = elig.clone().with_price_share(price_share);
     let lexical = arms::lexical(&tx, &lexical_elig, query, profile).await?;
     // No understanding step here: every query runs the whole cascade.

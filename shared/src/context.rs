@@ -12,11 +12,12 @@
 use crate::embed::Embedder;
 use crate::profile::RetrievalProfile;
 use crate::rerank::Reranker;
-use crate::search::arms::PriceStats;
+use crate::search::arms::{Eligibility, PriceShare, PriceStats};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio_postgres::GenericClient;
 
 pub use crate::principal::Principal;
 
@@ -51,18 +52,37 @@ type PriceStatsRead = (Instant, Option<Arc<PriceStats>>);
 pub const PRICE_STATS_FOR: Duration = Duration::from_secs(60);
 
 impl PriceStatsCache {
+    /// `elig`'s price range's share of the catalog ([`PriceShare`]), from
+    /// the statistics kept, read through `db` first when they are missing
+    /// or older than [`PRICE_STATS_FOR`]; `None` without a price filter or
+    /// without statistics (a catalog never analysed).
+    pub async fn share<C: GenericClient>(
+        &self,
+        db: &C,
+        elig: &Eligibility,
+    ) -> Result<Option<PriceShare>, tokio_postgres::Error> {
+        if !elig.filters_price() {
+            return Ok(None);
+        }
+        let stats = match self.fresh() {
+            Some(stats) => stats,
+            None => {
+                let stats = PriceStats::read(db).await?.map(Arc::new);
+                *self.0.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((Instant::now(), stats.clone()));
+                stats
+            }
+        };
+        Ok(stats.map(|s| s.share(elig)))
+    }
+
     /// The statistics last read, when read less than [`PRICE_STATS_FOR`]
     /// ago (`Some(None)`: read, and there were none).
-    pub fn fresh(&self) -> Option<Option<Arc<PriceStats>>> {
+    fn fresh(&self) -> Option<Option<Arc<PriceStats>>> {
         let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         slot.as_ref()
             .filter(|(at, _)| at.elapsed() < PRICE_STATS_FOR)
             .map(|(_, stats)| stats.clone())
-    }
-
-    /// Keeps what a search read.
-    pub fn remember(&self, stats: Option<Arc<PriceStats>>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), stats));
     }
 }
 

@@ -445,7 +445,7 @@ impl Eligibility {
     }
 
     /// The same filters, with the price filter's estimated share of the
-    /// catalog ([`PriceShare::of`]).
+    /// catalog ([`crate::PriceStatsCache::share`]).
     pub fn with_price_share(mut self, share: Option<PriceShare>) -> Self {
         self.price_share = share;
         self
@@ -614,7 +614,9 @@ pub fn at_least(terms: &[String], k: usize) -> String {
 /// the dearer (a million products, the cheaper half: 2-3x), under a narrow
 /// band the row checks are (4-6x at 2% of the catalog). [`checks_rows`](Self::checks_rows)
 /// compares the two, and the lexical arm then writes the price conditions
-/// so that no index serves them ([`price_on_rows`]). Both plans read the
+/// so that no index serves them ([`price_on_rows`]). A search reads the
+/// share from the statistics its context keeps
+/// ([`crate::PriceStatsCache::share`]). Both plans read the
 /// matches in the table's physical order, so each step keeps the same
 /// matches either way: only the time changes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -635,20 +637,6 @@ pub struct PriceShare {
 pub const PRICE_ENTRIES_PER_ROW_CHECK: f64 = 10.0;
 
 impl PriceShare {
-    /// The share of `elig`'s price range, or `None` when it sets no price
-    /// or the catalog has no statistics yet. One statement
-    /// ([`PriceStats::read`]); a search reads the statistics its context
-    /// keeps ([`crate::PriceStatsCache`]).
-    pub async fn of<C: GenericClient>(
-        db: &C,
-        elig: &Eligibility,
-    ) -> Result<Option<PriceShare>, tokio_postgres::Error> {
-        if !elig.filters_price() {
-            return Ok(None);
-        }
-        Ok(PriceStats::read(db).await?.map(|s| s.share(elig)))
-    }
-
     /// The fewest catalog rows at which [`checks_rows`](Self::checks_rows)
     /// can hold for `budget` (a range admitting the whole catalog).
     pub fn least_rows(budget: i64) -> i64 {

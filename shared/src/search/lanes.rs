@@ -284,18 +284,10 @@ async fn price_share(
     elig: &Eligibility,
 ) -> Result<Option<arms::PriceShare>, tokio_postgres::Error> {
     let least = arms::PriceShare::least_rows(ctx.profile.lexical_scan_budget);
-    if !lexical || !elig.filters_price() || !ctx.catalog.may_reach(least) {
-        return Ok(None);
+    match lexical && ctx.catalog.may_reach(least) {
+        true => ctx.price_stats.share(tx, elig).await,
+        false => Ok(None),
     }
-    let stats = match ctx.price_stats.fresh() {
-        Some(stats) => stats,
-        None => {
-            let stats = arms::PriceStats::read(tx).await?.map(std::sync::Arc::new);
-            ctx.price_stats.remember(stats.clone());
-            stats
-        }
-    };
-    Ok(stats.map(|s| s.share(elig)))
 }
 
 /// The lexical arm for the understood query and the query as written
