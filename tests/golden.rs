@@ -3,7 +3,8 @@
 //! between runs by design (event ids, timestamps, timings, the connection an
 //! arm ran on) are replaced by
 //! placeholders. Ids keep their identity: the same id is the same
-//! placeholder wherever it appears.
+//! placeholder wherever it appears. Floats compare to within a part in a
+//! million (see `alike`); everything else exactly.
 //!
 //! A deliberate change of a response is recorded with
 //! `MOSAIC_GOLDEN=record cargo test -p mosaic-integration-tests --test golden`
@@ -85,7 +86,8 @@ fn check(responses: &[(&str, u16, Value)]) {
         let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!("{}: {e} (record with MOSAIC_GOLDEN=record)", path.display())
         });
-        if want != text {
+        let same = serde_json::from_str::<Value>(&want).is_ok_and(|w| alike(&w, &got));
+        if !same {
             let out = path.with_extension("actual.json");
             std::fs::write(&out, &text).unwrap();
             differ.push(format!("{} (got: {})", path.display(), out.display()));
@@ -96,6 +98,57 @@ fn check(responses: &[(&str, u16, Value)]) {
         "responses changed:\n{}",
         differ.join("\n")
     );
+}
+
+/// The same JSON, floats equal to within a part in a million: pgvector is
+/// built for the machine's CPU, and a cosine summed with other vector
+/// instructions differs in its eighth digit.
+fn alike(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            w.len() == g.len() && w.iter().all(|(k, v)| g.get(k).is_some_and(|x| alike(v, x)))
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            w.len() == g.len() && w.iter().zip(g).all(|(v, x)| alike(v, x))
+        }
+        (Value::Number(w), Value::Number(g)) if w.is_f64() || g.is_f64() => {
+            match (w.as_f64(), g.as_f64()) {
+                (Some(a), Some(b)) => (a - b).abs() <= 1e-6 * a.abs().max(1.0),
+                _ => false,
+            }
+        }
+        _ => want == got,
+    }
+}
+
+#[test]
+fn floats_differ_only_past_the_sixth_digit() {
+    let want = json!({"id": "a", "score": 0.44725194887805375, "rank": 1, "tags": ["x"]});
+    assert!(alike(
+        &want,
+        &json!({"id": "a", "score": 0.4472519222197658, "rank": 1, "tags": ["x"]})
+    ));
+    assert!(!alike(
+        &want,
+        &json!({"id": "a", "score": 0.4473, "rank": 1, "tags": ["x"]})
+    ));
+    assert!(!alike(
+        &want,
+        &json!({"id": "b", "score": 0.44725194887805375, "rank": 1, "tags": ["x"]})
+    ));
+    assert!(!alike(
+        &want,
+        &json!({"id": "a", "score": 0.44725194887805375, "rank": 2, "tags": ["x"]})
+    ));
+    assert!(!alike(
+        &want,
+        &json!({"id": "a", "score": 0.44725194887805375, "rank": 1, "tags": []})
+    ));
+    assert!(!alike(
+        &want,
+        &json!({"id": "a", "score": 0.44725194887805375, "rank": 1, "tags": ["x"], "new": 1})
+    ));
+    assert!(!alike(&json!({"score": 0.5}), &json!({"score": "0.5"})));
 }
 
 fn product_ids(body: &Value) -> Vec<String> {
