@@ -322,6 +322,15 @@ shared_buffers = $(shared_buffers_setting)
 maintenance_work_mem = 1GB
 dynamic_shared_memory_type = $dsm
 fsync = on
+# The buffer cache outlives a restart: pg_prewarm's autoprewarm worker
+# records which blocks it holds (every 5 minutes and at shutdown) and reads
+# them back in after the next start, so the first searches after a restart
+# find the graphs and indexes where the last ones left them instead of
+# copying them in again (at a million products the first bench run after a
+# restart gave unfiltered p95 114-130 ms without it, 57-60 with it;
+# BENCHMARKS.md, "The buffer cache after a restart").
+shared_preload_libraries = 'pg_prewarm'
+pg_prewarm.autoprewarm = on
 # WAL a lagging replica's slot may hold back (scripts/db.sh replica) before
 # the slot is given up; the replica is then made again.
 max_slot_wal_keep_size = 2GB
