@@ -284,9 +284,10 @@ async fn price_share(
     elig: &Eligibility,
 ) -> Result<Option<arms::PriceShare>, tokio_postgres::Error> {
     let least = arms::PriceShare::least_rows(ctx.profile.lexical_scan_budget);
-    match lexical && ctx.catalog.may_reach(least) {
-        true => ctx.price_stats.share(tx, elig).await,
-        false => Ok(None),
+    if lexical && ctx.catalog.may_reach(least) {
+        ctx.price_stats.share(tx, elig).await
+    } else {
+        Ok(None)
     }
 }
 
