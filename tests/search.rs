@@ -1748,6 +1748,102 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
 }
 
 #[tokio::test]
+async fn a_code_s_family_runs_beside_the_walk_on_a_fourth_connection() {
+    let db = TestDb::with_sample("family_lane").await;
+    let owner = db.owner().await;
+    // A model code of the catalog (one with a stem), its product's domain
+    // and category: filters that keep its line eligible.
+    let rows = owner
+        .query(
+            "SELECT identity_text, domain, category_key FROM search.product_projection
+             ORDER BY product_id LIMIT 50",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (code, domain, category) = rows
+        .iter()
+        .find_map(|r| {
+            let text: String = r.get(0);
+            let code = text
+                .split_whitespace()
+                .find(|w| mosaic::search::understand::identifier_stem(w).is_some())?
+                .to_string();
+            Some((code, r.get::<_, String>(1), r.get::<_, String>(2)))
+        })
+        .expect("the sample's identity texts carry model codes");
+    // Every filtered search on the graph route, where the family runs.
+    let profile = |arm_connections| RetrievalProfile {
+        arm_connections,
+        semantic_exact_threshold: 0,
+        ..Default::default()
+    };
+    let (one, three, four) = (
+        ctx(&db, profile(1)),
+        ctx(&db, profile(3)),
+        ctx(&db, profile(4)),
+    );
+    for filters in [json!({"domain": domain}), json!({"category_key": category})] {
+        let body = json!({"query": code, "filters": filters, "include_diagnostics": true});
+        let runs = [
+            run(&one, body.clone()).await.unwrap(),
+            run(&three, body.clone()).await.unwrap(),
+            run(&four, body.clone()).await.unwrap(),
+        ];
+        let family = |r: &SearchResponse| {
+            r.diagnostics.as_ref().unwrap().arms[Arm::Semantic].identifier_family
+        };
+        assert!(family(&runs[0]).is_some_and(|n| n > 0), "{body}");
+        for (r, family_lane) in runs.iter().zip([0, 2, 3]) {
+            assert_eq!(served(r), served(&runs[0]), "{body}");
+            assert_eq!(family(r), family(&runs[0]), "{body}");
+            let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+            assert_eq!(semantic.mode.unwrap().to_string(), "hnsw", "{body}");
+            assert_eq!(semantic.family_connection, Some(family_lane), "{body}");
+            assert_eq!(semantic.walks_connection, None, "{body}");
+        }
+        // The receipt says where the family ran.
+        let stored: serde_json::Value = owner
+            .query_one(
+                "SELECT arms->'semantic' FROM receipts.search_events WHERE search_event_id = $1",
+                &[&runs[2].search_event_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(stored["connection"], 2, "{stored}");
+        assert_eq!(stored["family_connection"], 3, "{stored}");
+    }
+    // Where the arm walks each domain's graph, those walks take the fourth
+    // lane and the family follows the walk on the arm's own.
+    let walks = ctx(
+        &db,
+        RetrievalProfile {
+            semantic_domain_walk_min_rows: 0,
+            ..profile(4)
+        },
+    );
+    let body = json!({"query": code, "include_diagnostics": true});
+    let r = run(&walks, body.clone()).await.unwrap();
+    let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+    assert_eq!(semantic.mode.unwrap().to_string(), "hnsw_domain_walks");
+    assert!(semantic.identifier_family.is_some(), "{body}");
+    assert_eq!(semantic.walks_connection, Some(3));
+    assert_eq!(semantic.family_connection, Some(2));
+    // Under a domain filter only a query with a code takes the fourth lane.
+    let opened = |c: &Ctx| c.pool.status().size;
+    let words = ctx(&db, profile(4));
+    let in_domain = |query: &str| json!({"query": query, "filters": {"domain": domain}, "include_diagnostics": true});
+    let r = run(&words, in_domain("wireless headphones")).await.unwrap();
+    assert_eq!(opened(&words), 3);
+    let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+    assert_eq!(semantic.identifier_family, None);
+    assert_eq!(semantic.family_connection, None);
+    run(&words, in_domain(&code)).await.unwrap();
+    assert_eq!(opened(&words), 4);
+}
+
+#[tokio::test]
 async fn a_catalog_seen_below_the_walks_size_takes_no_fourth_lane() {
     let db = TestDb::with_sample("walks_lane_small").await;
     let owner = db.owner().await;

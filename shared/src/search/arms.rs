@@ -102,6 +102,11 @@ pub struct ArmResult {
     /// (`arm_connections` 4); absent when it walked no domain's graph.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub walks_connection: Option<usize>,
+    /// The lane the code's family ran on: the arm's own, after the walk,
+    /// or, when the arm walked no domain's graph, the walks' lane (a fourth
+    /// lane, beside the walk); absent when it scored no family.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family_connection: Option<usize>,
     /// The trigram arm: the codes its relaxed steps matched instead of the
     /// whole query (`trigram_identifier_steps`); absent when they matched
     /// the whole query or did not run.
@@ -130,6 +135,10 @@ pub struct ArmResult {
     /// part of the receipt; the context remembers it, [`crate::CatalogSize`]).
     #[serde(skip)]
     pub catalog_rows: Option<i64>,
+    /// The semantic arm: whether its code's family went to the walks'
+    /// client rather than its own (see [`semantic_on`]).
+    #[serde(skip)]
+    pub family_on_walks: bool,
     pub ms: f64,
 }
 
@@ -271,12 +280,14 @@ impl ArmResult {
             identifier_family: None,
             domain_walks: None,
             walks_connection: None,
+            family_connection: None,
             matched_codes: None,
             read_chars: None,
             price_checked_on_rows: None,
             connection: None,
             pool: None,
             catalog_rows: None,
+            family_on_walks: false,
             ms: 0.0,
         }
     }
@@ -315,12 +326,14 @@ impl ArmResult {
             identifier_family: None,
             domain_walks: None,
             walks_connection: None,
+            family_connection: None,
             matched_codes: None,
             read_chars: None,
             price_checked_on_rows: None,
             connection: None,
             pool: None,
             catalog_rows: None,
+            family_on_walks: false,
             ms,
         }
     }
@@ -1319,8 +1332,10 @@ pub async fn semantic<C: GenericClient>(
 /// [`semantic`] with the walks of each domain's graph on `walks`, beside
 /// the whole catalog's walk and the code's family on `db`: on another
 /// connection (and transaction) they run at the same time, on two cores
-/// instead of one after another. With `walks` the same client as `db`,
-/// the statements go out in the same order as [`semantic`]'s.
+/// instead of one after another. When the arm walks no domain's graph (a
+/// domain or category filter, a smaller catalog), the code's family goes
+/// on `walks` instead, beside the walk. With `walks` the same client as
+/// `db`, the statements go out in the same order as [`semantic`]'s.
 pub async fn semantic_on<C: GenericClient>(
     db: &C,
     walks: &C,
@@ -1388,16 +1403,13 @@ pub async fn semantic_on<C: GenericClient>(
             .await
             .map(|rows| scored(&rows))
     };
-    let (mut family, mut domain_walks) = (None, None);
+    let (mut family, mut domain_walks, mut family_on_walks) = (None, None, false);
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
     } else {
-        let stem = match profile.semantic_identifier_family {
-            0 => None,
-            _ => super::understand::identifier_stem(written),
-        };
+        let stem = family_stem(written, profile);
         let walked_domains = !domains.is_empty();
         domain_walks = walked_domains.then_some(domains.len());
         let rows = match far {
@@ -1416,6 +1428,7 @@ pub async fn semantic_on<C: GenericClient>(
         .await?;
         let (c, first_walk_filled) = (walked.rows, walked.first_walk_filled);
         family = walked.family;
+        family_on_walks = walked.family_on_walks;
         let refilled = match first_walk_filled {
             true => None,
             false => refill(db, elig, vector, profile, c.clone()).await?,
@@ -1440,9 +1453,21 @@ pub async fn semantic_on<C: GenericClient>(
     let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
     arm.identifier_family = family;
+    arm.family_on_walks = family.is_some() && family_on_walks;
     arm.domain_walks = domain_walks;
     arm.catalog_rows = Some(catalog_rows);
     Ok(arm)
+}
+
+/// The stem of the query's code whose product line the semantic arm's
+/// HNSW route scores exactly beside its walks (`written`: the query as
+/// written, without its negated terms); `None` when the setting is off or
+/// the query carries no code with a stem.
+pub fn family_stem(written: &str, profile: &RetrievalProfile) -> Option<String> {
+    match profile.semantic_identifier_family {
+        0 => None,
+        _ => super::understand::identifier_stem(written),
+    }
 }
 
 /// Whether the semantic arm's HNSW route may walk each domain's graph for
@@ -1590,8 +1615,9 @@ where
 ///
 /// All the walks, their settings and the family go out at once, in order,
 /// and the connection pipelines them: one round trip. The domain walks and
-/// their settings go to `walks`, the rest to `db` (the same client when
-/// the search has no lane for the walks).
+/// their settings go to `walks`, the rest to `db`, except the family when
+/// there are no domain walks: it goes to `walks`, beside the first walk
+/// (the same client as `db` when the search has no lane for it).
 async fn graph_walks<C: GenericClient>(
     (db, walks): (&C, &C),
     elig: &Eligibility,
@@ -1621,6 +1647,13 @@ async fn graph_walks<C: GenericClient>(
         profile.semantic_domain_walk_tuples,
     );
     let back = profile_walk(walks, profile);
+    // The family goes on the walks' lane when no domain walk needs it (a
+    // domain or category filter, or a catalog too small for them): there it
+    // runs beside the walk instead of after it.
+    let (family_db, family_on_walks) = match walks_domains {
+        true => (db, false),
+        false => (walks, true),
+    };
     let family = async {
         let Some(stem) = stem else {
             return Ok(None);
@@ -1632,7 +1665,7 @@ async fn graph_walks<C: GenericClient>(
             (&profile.semantic_identifier_family, Type::INT8),
             (&profile.semantic_identifier_brand, Type::INT8),
         ];
-        let found = db
+        let found = family_db
             .query_typed(SEMANTIC_FAMILY_SQL, &elig.typed(&extra))
             .await?;
         let eligible = found.first().map_or(0, |r| r.get::<_, i64>(2));
@@ -1656,6 +1689,7 @@ async fn graph_walks<C: GenericClient>(
         rows: nearest_once(c, profile.semantic_limit),
         first_walk_filled,
         family,
+        family_on_walks,
     })
 }
 
@@ -1670,6 +1704,8 @@ struct Walked {
     first_walk_filled: bool,
     /// How many eligible products of the identifier's family were scored.
     family: Option<i64>,
+    /// Whether the family's statement went to the walks' client.
+    family_on_walks: bool,
 }
 
 /// Eligible products whose SKU or model equals the query (normalised).

@@ -11,7 +11,10 @@
 //! (catalogs from `semantic_domain_walk_min_rows`) take a fourth lane when
 //! the profile allows four, beside its walk of the whole catalog's graph;
 //! a context that last saw the catalog smaller opens no such lane
-//! ([`crate::CatalogSize`]).
+//! ([`crate::CatalogSize`]). Where it walks no domain's graph, a query
+//! that carries a code takes the fourth lane for the code's family
+//! (`semantic_identifier_family`), scored beside the walk instead of after
+//! it.
 //!
 //! Extra lanes are only taken when the pool can hand them over without
 //! waiting: a one-connection pool (one connection per Lambda container) or a
@@ -132,11 +135,15 @@ pub(crate) async fn run_arms(
 ) -> Result<ArmsOutcome, Error> {
     let profile = &ctx.profile;
     let started = Instant::now();
-    // A fourth lane only carries domain walks: none where they cannot run
-    // (these filters, or a catalog last seen too small for them).
+    // A fourth lane only carries the semantic arm's domain walks, or its
+    // code's family where no domain walk runs: none for a query without a
+    // code where the walks cannot run (these filters, or a catalog last
+    // seen too small for them).
     let walks = enabled_semantic_walks(variant, elig, profile)
         && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
-    let wanted = match walks {
+    let family =
+        variant.arms[Arm::Semantic as usize] && arms::family_stem(positive, profile).is_some();
+    let wanted = match walks || family {
         true => profile.arm_connections,
         false => profile.arm_connections.min(3),
     };
@@ -258,7 +265,8 @@ pub(crate) async fn finish(spare: Vec<Conn>) -> Result<(), tokio_postgres::Error
 
 /// Records on each arm (lexical, trigram, semantic) the lane it ran on and
 /// whether it read the replica, and on the semantic arm the lane of its
-/// domain walks when it took them.
+/// domain walks when it took them and of its code's family when it scored
+/// one.
 fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
     for (arm, result) in [Arm::Lexical, Arm::Trigram, Arm::Semantic]
         .into_iter()
@@ -268,6 +276,12 @@ fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
         result.pool = ctx.reader.as_ref().map(|_| crate::context::READER);
         if arm == Arm::Semantic && result.domain_walks.is_some() {
             result.walks_connection = Some(domain_walks_lane(lanes));
+        }
+        if arm == Arm::Semantic && result.identifier_family.is_some() {
+            result.family_connection = Some(match result.family_on_walks {
+                true => domain_walks_lane(lanes),
+                false => lane_of(arm, lanes),
+            });
         }
     }
 }
