@@ -1604,6 +1604,27 @@ fn served(resp: &SearchResponse) -> Vec<(String, Option<f64>, i32)> {
 }
 
 /// The domain of the catalog's first product (by id).
+/// `body` searched in each context, in order.
+async fn run_in(ctxs: [&Ctx; 3], body: &Value) -> [SearchResponse; 3] {
+    let mut out = Vec::new();
+    for c in ctxs {
+        out.push(run(c, body.clone()).await.unwrap());
+    }
+    out.try_into().unwrap_or_else(|_| unreachable!())
+}
+
+/// The semantic arm as the receipt of search `id` records it.
+async fn stored_semantic(owner: &Client, id: uuid::Uuid) -> Value {
+    owner
+        .query_one(
+            "SELECT arms->'semantic' FROM receipts.search_events WHERE search_event_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 async fn first_domain(c: &Client) -> String {
     c.query_one(
         "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
@@ -1707,11 +1728,7 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
         .unwrap()
         .get(0);
     for body in lane_bodies() {
-        let runs = [
-            run(&one, body.clone()).await.unwrap(),
-            run(&three, body.clone()).await.unwrap(),
-            run(&four, body.clone()).await.unwrap(),
-        ];
+        let runs = run_in([&one, &three, &four], &body).await;
         assert!(!runs[0].results.is_empty(), "{body}");
         for (r, walks_lane) in runs.iter().zip([0, 2, 3]) {
             assert_eq!(served(r), served(&runs[0]), "{body}");
@@ -1721,14 +1738,7 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
             assert_eq!(semantic.walks_connection, Some(walks_lane), "{body}");
         }
         // The receipt says where the walks ran.
-        let stored: serde_json::Value = owner
-            .query_one(
-                "SELECT arms->'semantic' FROM receipts.search_events WHERE search_event_id = $1",
-                &[&runs[2].search_event_id],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let stored = stored_semantic(&owner, runs[2].search_event_id).await;
         assert_eq!(stored["connection"], 2, "{stored}");
         assert_eq!(stored["walks_connection"], 3, "{stored}");
         assert_eq!(stored["domain_walks"], domains, "{stored}");
@@ -1785,11 +1795,7 @@ async fn a_code_s_family_runs_beside_the_walk_on_a_fourth_connection() {
     );
     for filters in [json!({"domain": domain}), json!({"category_key": category})] {
         let body = json!({"query": code, "filters": filters, "include_diagnostics": true});
-        let runs = [
-            run(&one, body.clone()).await.unwrap(),
-            run(&three, body.clone()).await.unwrap(),
-            run(&four, body.clone()).await.unwrap(),
-        ];
+        let runs = run_in([&one, &three, &four], &body).await;
         let family = |r: &SearchResponse| {
             r.diagnostics.as_ref().unwrap().arms[Arm::Semantic].identifier_family
         };
@@ -1803,14 +1809,7 @@ async fn a_code_s_family_runs_beside_the_walk_on_a_fourth_connection() {
             assert_eq!(semantic.walks_connection, None, "{body}");
         }
         // The receipt says where the family ran.
-        let stored: serde_json::Value = owner
-            .query_one(
-                "SELECT arms->'semantic' FROM receipts.search_events WHERE search_event_id = $1",
-                &[&runs[2].search_event_id],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let stored = stored_semantic(&owner, runs[2].search_event_id).await;
         assert_eq!(stored["connection"], 2, "{stored}");
         assert_eq!(stored["family_connection"], 3, "{stored}");
     }
