@@ -1603,14 +1603,13 @@ fn served(resp: &SearchResponse) -> Vec<(String, Option<f64>, i32)> {
         .collect()
 }
 
-/// The domain of the catalog's first product (by id).
 /// `body` searched in each context, in order.
-async fn run_in(ctxs: [&Ctx; 3], body: &Value) -> [SearchResponse; 3] {
-    let mut out = Vec::new();
-    for c in ctxs {
-        out.push(run(c, body.clone()).await.unwrap());
-    }
-    out.try_into().unwrap_or_else(|_| unreachable!())
+async fn run_in([a, b, c]: [&Ctx; 3], body: &Value) -> [SearchResponse; 3] {
+    [
+        run(a, body.clone()).await.unwrap(),
+        run(b, body.clone()).await.unwrap(),
+        run(c, body.clone()).await.unwrap(),
+    ]
 }
 
 /// The semantic arm as the receipt of search `id` records it.
@@ -1625,6 +1624,7 @@ async fn stored_semantic(owner: &Client, id: uuid::Uuid) -> Value {
         .get(0)
 }
 
+/// The domain of the catalog's first product (by id).
 async fn first_domain(c: &Client) -> String {
     c.query_one(
         "SELECT domain FROM search.product_projection ORDER BY product_id LIMIT 1",
@@ -1672,9 +1672,7 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
     let mut bodies = lane_bodies();
     bodies.push(json!({"query": "espresso machine -manual", "include_diagnostics": true}));
     for body in bodies {
-        let a = run(&one, body.clone()).await.unwrap();
-        let b = run(&three, body.clone()).await.unwrap();
-        let c = run(&lambda, body.clone()).await.unwrap();
+        let [a, b, c] = run_in([&one, &three, &lambda], &body).await;
         assert!(!a.results.is_empty(), "{body}");
         assert_eq!(served(&a), served(&b), "{body}");
         assert_eq!(served(&a), served(&c), "{body}");

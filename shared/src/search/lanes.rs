@@ -135,14 +135,14 @@ pub(crate) async fn run_arms(
 ) -> Result<ArmsOutcome, Error> {
     let profile = &ctx.profile;
     let started = Instant::now();
+    let enabled = |arm: Arm| variant.arms[arm as usize];
     // A fourth lane only carries the semantic arm's domain walks, or its
     // code's family where no domain walk runs: none for a query without a
     // code where the walks cannot run (these filters, or a catalog last
     // seen too small for them).
     let walks = enabled_semantic_walks(variant, elig, profile)
         && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
-    let family =
-        variant.arms[Arm::Semantic as usize] && arms::family_stem(positive, profile).is_some();
+    let family = enabled(Arm::Semantic) && arms::family_stem(positive, profile).is_some();
     let wanted = match walks || family {
         true => profile.arm_connections,
         false => profile.arm_connections.min(3),
@@ -151,7 +151,6 @@ pub(crate) async fn run_arms(
     let mut lanes: Vec<&tokio_postgres::Client> = vec![&*own];
     lanes.extend(spare.iter().map(|c| &**c));
     let lane = |arm: Arm| lanes[lane_of(arm, lanes.len())];
-    let enabled = |arm: Arm| variant.arms[arm as usize];
     // The text arms search for the corrected words; the semantic arm embeds
     // the query as written (see `understand`).
     let written = positive;
