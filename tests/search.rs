@@ -1827,9 +1827,16 @@ async fn a_code_s_family_runs_beside_the_walk_on_a_fourth_connection() {
     assert!(semantic.identifier_family.is_some(), "{body}");
     assert_eq!(semantic.walks_connection, Some(3));
     assert_eq!(semantic.family_connection, Some(2));
-    // Under a domain filter only a query with a code takes the fourth lane.
+    // Under a domain filter only a query with a code takes the fourth lane
+    // (with the far domain's exact scan off, which may take it too).
     let opened = |c: &Ctx| c.pool.status().size;
-    let words = ctx(&db, profile(4));
+    let words = ctx(
+        &db,
+        RetrievalProfile {
+            semantic_far_exact_max_rows: 0,
+            ..profile(4)
+        },
+    );
     let in_domain = |query: &str| json!({"query": query, "filters": {"domain": domain}, "include_diagnostics": true});
     let r = run(&words, in_domain("wireless headphones")).await.unwrap();
     assert_eq!(opened(&words), 3);
@@ -1856,6 +1863,16 @@ async fn a_catalog_seen_below_the_walks_size_takes_no_fourth_lane() {
     let unfiltered = json!({"query": "wireless headphones", "include_diagnostics": true});
     let in_domain = json!({"query": "wireless headphones", "filters": {"domain": one_domain},
                            "include_diagnostics": true});
+    let one_category: String = owner
+        .query_one(
+            "SELECT category_key FROM search.product_projection ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let in_category = json!({"query": "wireless headphones", "filters": {"category_key": one_category},
+                             "include_diagnostics": true});
     // The connections a context's pool has opened: the search's own and
     // one per extra lane it took.
     let opened = |c: &Ctx| c.pool.status().size;
@@ -1868,12 +1885,20 @@ async fn a_catalog_seen_below_the_walks_size_takes_no_fourth_lane() {
     assert_eq!(fresh.catalog.known(), Some(products));
     let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
     assert_eq!(semantic.walks_connection, None);
-    // Once a search has seen the catalog's size, no unfiltered search
-    // takes a lane for walks that cannot run.
+    // So does a search under a domain filter, in case it is far from the
+    // domain's products and scans them in two halves.
+    let fresh = ctx(&db, profile.clone());
+    run(&fresh, in_domain.clone()).await.unwrap();
+    assert_eq!(opened(&fresh), 4);
+    // Once a search has seen the catalog's size (a category filter takes
+    // no fourth lane at any size), no search takes a lane for walks or a
+    // scan that cannot run.
     let seen = ctx(&db, profile.clone());
-    run(&seen, in_domain).await.unwrap();
+    run(&seen, in_category).await.unwrap();
     assert_eq!(opened(&seen), 3);
     assert_eq!(seen.catalog.known(), Some(products));
+    run(&seen, in_domain).await.unwrap();
+    assert_eq!(opened(&seen), 3);
     let r = run(&seen, unfiltered.clone()).await.unwrap();
     assert_eq!(opened(&seen), 3);
     let d = r.diagnostics.as_ref().unwrap();
@@ -2935,12 +2960,14 @@ async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
         .await
         .unwrap()
         .get(0);
-    // The HNSW route at this size, and a short first walk.
+    // The HNSW route at this size, and a short first walk; no domain is
+    // small enough to be scored exactly.
     let p = RetrievalProfile {
         semantic_exact_threshold: 0,
         semantic_domain_walk_min_rows: 0,
         hnsw_ef_search: 10,
         semantic_far_domain_overfetch: 1_000,
+        semantic_far_exact_max_rows: 0,
         ..Default::default()
     };
     let in_domain = |d: &str| Filters {
@@ -2991,6 +3018,201 @@ async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
     };
     let (r, _) = semantic_alone(&mut c, &v, &small, &in_domain(&other)).await;
     assert_eq!(mode(&r), "hnsw");
+}
+
+#[tokio::test]
+async fn a_query_far_from_a_small_domain_scores_all_of_it_exactly() {
+    let db = TestDb::with_sample("far_domain_exact").await;
+    let mut c = db.owner().await;
+    // A product's own vector: none of its nearest products are in another
+    // domain.
+    let row = c
+        .query_one(
+            "SELECT embedding, domain FROM search.product_projection
+             WHERE embedding IS NOT NULL ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (v, home): (pgvector::Vector, String) = (row.get(0), row.get(1));
+    let (other, size): (String, i64) = {
+        let r = c
+            .query_one(
+                "SELECT domain, count(*) FROM search.product_projection WHERE domain <> $1
+                 GROUP BY domain ORDER BY count(*) DESC LIMIT 1",
+                &[&home],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    // The HNSW route at this size, a short first walk, and the domain
+    // (by the planner's statistics) under the exact scan's bound.
+    let p = RetrievalProfile {
+        semantic_exact_threshold: 0,
+        semantic_domain_walk_min_rows: 0,
+        hnsw_ef_search: 10,
+        semantic_far_exact_max_rows: size * 2,
+        ..Default::default()
+    };
+    let in_domain = |d: &str| Filters {
+        domain: Some(d.to_string()),
+        ..Default::default()
+    };
+    let mode = |r: &arms::ArmResult| r.mode.unwrap().to_string();
+    c.execute("ANALYZE search.product_projection", &[])
+        .await
+        .unwrap();
+    let (exact, ef) = semantic_alone(&mut c, &v, &p, &in_domain(&other)).await;
+    assert_eq!(mode(&exact), "exact_far_domain");
+    assert_eq!(exact.half_connection, None, "set by the lanes");
+    assert_eq!(ef, "10 20000");
+    assert_eq!(exact.identifier_family, None);
+    // Exactly the domain's nearest rows, in order: the same as scoring every
+    // product of the domain by hand (the two halves, merged).
+    let truth: Vec<(String, f64)> = c
+        .query(
+            "SELECT product_id, (1 - (embedding <=> $1))::float8 FROM search.product_projection
+             WHERE embedding IS NOT NULL AND domain = $2
+             ORDER BY (embedding <=> $1) + 0, product_id LIMIT 150",
+            &[&v, &other],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(exact.returned, 150);
+    assert_eq!(exact.candidates.len(), truth.len());
+    for (k, (got, want)) in exact.candidates.iter().zip(&truth).enumerate() {
+        assert!((got.1 - want.1).abs() < 1e-9, "rank {k}: {got:?} {want:?}");
+    }
+    // The same products, but for ties at the last place kept.
+    let last = truth.last().unwrap().1;
+    let above = |rows: &[(String, f64)]| -> HashSet<String> {
+        rows.iter()
+            .filter(|(_, s)| *s > last + 1e-9)
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
+    assert_eq!(above(&exact.candidates), above(&truth));
+    // What the long walk finds is never nearer.
+    let walk = RetrievalProfile {
+        semantic_far_exact_max_rows: 0,
+        ..p.clone()
+    };
+    let (long, _) = semantic_alone(&mut c, &v, &walk, &in_domain(&other)).await;
+    assert_eq!(mode(&long), "hnsw_long_walk");
+    for (k, (got, walked)) in exact.candidates.iter().zip(&long.candidates).enumerate() {
+        assert!(
+            got.1 >= walked.1 - 1e-9,
+            "rank {k}: {} < {}",
+            got.1,
+            walked.1
+        );
+    }
+    // A domain larger than the bound is walked; the query's own domain is
+    // near it and takes the usual walk.
+    let bounded = RetrievalProfile {
+        semantic_far_exact_max_rows: size / 2,
+        ..p.clone()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &bounded, &in_domain(&other)).await;
+    assert_eq!(mode(&r), "hnsw_long_walk");
+    let (r, _) = semantic_alone(&mut c, &v, &p, &in_domain(&home)).await;
+    assert_eq!(mode(&r), "hnsw");
+    // With the long walk off the bound still holds: exact, or the usual walk.
+    let no_walk = RetrievalProfile {
+        semantic_far_domain_overfetch: 0,
+        ..p.clone()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &no_walk, &in_domain(&other)).await;
+    assert_eq!(mode(&r), "exact_far_domain");
+    let neither = RetrievalProfile {
+        semantic_far_domain_overfetch: 0,
+        semantic_far_exact_max_rows: size / 2,
+        ..p.clone()
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &neither, &in_domain(&other)).await;
+    assert_eq!(mode(&r), "hnsw");
+    // Filters the index holds keep the exact scan, and its rows obey them;
+    // a filter it does not hold (a brand) sends the arm back to the walk.
+    let stocked = Filters {
+        in_stock_only: true,
+        max_price_cents: Some(50_000),
+        ..in_domain(&other)
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &p, &stocked).await;
+    assert_eq!(mode(&r), "exact_far_domain");
+    let ids: Vec<String> = r.candidates.iter().map(|(id, _)| id.clone()).collect();
+    let broken: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection
+             WHERE product_id = ANY ($1) AND (domain <> $2 OR NOT in_stock OR price_cents > 50000)",
+            &[&ids, &other],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!((broken, ids.is_empty()), (0, false));
+    let brand: String = c
+        .query_one(
+            "SELECT brand_key FROM search.product_projection WHERE domain = $1
+             GROUP BY brand_key ORDER BY count(*) DESC, 1 LIMIT 1",
+            &[&other],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let branded = Filters {
+        brand: Some(brand),
+        ..in_domain(&other)
+    };
+    let (r, _) = semantic_alone(&mut c, &v, &p, &branded).await;
+    assert_ne!(mode(&r), "exact_far_domain");
+    // A search runs the second half on a fourth lane, beside the first,
+    // when it has one, and serves the same either way; the receipt says
+    // where it ran.
+    let title: String = c
+        .query_one(
+            "SELECT p.title FROM catalog.products p JOIN search.product_projection pp USING (product_id)
+             WHERE pp.embedding IS NOT NULL AND pp.domain = $1 ORDER BY product_id LIMIT 1",
+            &[&home],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let profile = |arm_connections| RetrievalProfile {
+        arm_connections,
+        ..p.clone()
+    };
+    let (one, three, four) = (
+        ctx(&db, profile(1)),
+        ctx(&db, profile(3)),
+        ctx(&db, profile(4)),
+    );
+    let body = json!({"query": title, "filters": {"domain": other}, "include_diagnostics": true});
+    let runs = run_in([&one, &three, &four], &body).await;
+    for (r, half_lane) in runs.iter().zip([0, 2, 3]) {
+        assert_eq!(served(r), served(&runs[0]), "{body}");
+        let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+        assert_eq!(mode(semantic), "exact_far_domain", "{body}");
+        assert_eq!(semantic.half_connection, Some(half_lane), "{body}");
+    }
+    assert_eq!(four.pool.status().size, 4);
+    let stored = stored_semantic(&c, runs[2].search_event_id).await;
+    assert_eq!(stored["mode"], "exact_far_domain", "{stored}");
+    assert_eq!(stored["half_connection"], 3, "{stored}");
+    // Without migration 0024's index the arm does not scan exactly.
+    let tx = c.transaction().await.unwrap();
+    tx.batch_execute("DROP INDEX search.projection_embedded_domain_vectors_idx")
+        .await
+        .unwrap();
+    let elig = Eligibility::new(&in_domain(&other));
+    arms::apply_settings(&tx, &p).await.unwrap();
+    let r = arms::semantic(&tx, &elig, "", &v, &p).await.unwrap();
+    assert_eq!(mode(&r), "hnsw_long_walk");
+    tx.rollback().await.unwrap();
 }
 
 #[tokio::test]

@@ -69,6 +69,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(21, "0021_candidate_bounds.sql"),
     migration!(22, "0022_price_ceiling_graphs.sql"),
     migration!(23, "0023_price_ceiling_kept.sql"),
+    migration!(24, "0024_domain_vectors.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

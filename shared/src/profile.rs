@@ -111,8 +111,19 @@ pub struct RetrievalProfile {
     /// the domain's graph returns this many rows
     /// (semantic_overfetch..=hnsw_max_scan_tuples; route `hnsw_long_walk`),
     /// and the arm keeps the best `semantic_limit` of them by exact
-    /// distance.
+    /// distance; unless `semantic_far_exact_max_rows` has the domain scored
+    /// exactly instead.
     pub semantic_far_domain_overfetch: i64,
+    /// 0: off. Otherwise, for a query none of whose nearest products are in
+    /// its domain filter's domain (the check above), when that domain holds
+    /// at most this many products by the planner's statistics, the arm
+    /// scores every eligible row of it exactly instead of walking its graph
+    /// (route `exact_far_domain`): exact recall, for what the long walk
+    /// costs. The scan reads an index that holds the domains' vectors
+    /// (migration 0024), in two halves that run on two connections when the
+    /// search has a fourth lane; only under filters that index holds (no
+    /// category, brand, attribute or negated word).
+    pub semantic_far_exact_max_rows: i64,
     /// Nearest products of the whole catalog that check looks at
     /// (1..=semantic_limit).
     pub semantic_far_domain_check_rows: i64,
@@ -322,6 +333,15 @@ impl Default for RetrievalProfile {
             // 0.761 -> 0.912 and search p50 20-21 -> 35-36 ms. Only queries none of whose ten
             // nearest products lie in the filter's domain pay it; the others pay the check.
             semantic_far_domain_overfetch: 1_500,
+            // psql, 100k products (hashing vectors), a home-and-kitchen product's vector under the
+            // electronics filter (35,486 products): the exact scan from migration 0024's index took
+            // 27-31 ms in one statement and 15-16 ms for each half, the 1,500-row walk 32-40 ms;
+            // the scan's cost grows with the domain's rows (0.8 us each) and the walk's does not.
+            // 40,000: about where the whole scan costs the database what the walk does, so the
+            // exact recall costs no more CPU and the halves take less time on two cores. Paired
+            // runs at 100k (BENCHMARKS.md, "A far domain scored exactly"): that shape's search
+            // p50 -4 to -5 ms, p95 -2 to -3 ms.
+            semantic_far_exact_max_rows: 40_000,
             // The check: ten nearest products, found by a walk at pgvector's default ef_search.
             // Its answer is used only when it is zero, so it needs no more precision than that.
             semantic_far_domain_check_rows: 10,
@@ -412,7 +432,7 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 14] = [
+const BEFORE_THE_FIELD: [(&str, i64); 15] = [
     // The reranker's order stood alone.
     ("rerank_stated_bounds", 0),
     // Short queries went straight to the trigram cascade.
@@ -435,6 +455,8 @@ const BEFORE_THE_FIELD: [(&str, i64); 14] = [
     ("semantic_domain_walk_tuples", 1),
     // A domain filter's graph was walked like any other.
     ("semantic_far_domain_overfetch", 0),
+    // A query far from its domain filter walked that domain's graph.
+    ("semantic_far_exact_max_rows", 0),
     // A walk that stopped short was completed by the exact scan.
     ("semantic_refill_scan_tuples", 0),
     // A code's product line was left to the walks.
@@ -473,7 +495,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 42] = [
+        let checks: [(bool, &str); 43] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -582,6 +604,10 @@ impl RetrievalProfile {
                     || (self.semantic_overfetch..=self.hnsw_max_scan_tuples)
                         .contains(&self.semantic_far_domain_overfetch),
                 "semantic_far_domain_overfetch must be 0 or semantic_overfetch..=hnsw_max_scan_tuples",
+            ),
+            (
+                self.semantic_far_exact_max_rows >= 0,
+                "semantic_far_exact_max_rows must be >= 0",
             ),
             (
                 (1..=self.semantic_limit).contains(&self.semantic_far_domain_check_rows),
@@ -711,6 +737,7 @@ mod tests {
         // A snapshot from before a field that changed behaviour replays as
         // searches ran then.
         assert_eq!(p.semantic_far_domain_overfetch, 0);
+        assert_eq!(p.semantic_far_exact_max_rows, 0);
         assert_eq!(p.rerank_stated_bounds, 0);
         assert_eq!(p.semantic_domain_walk_tuples, 1);
         assert_eq!(p.semantic_refill_scan_tuples, 0);

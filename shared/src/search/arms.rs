@@ -53,6 +53,7 @@ pub const LEXICAL_TERMS_SQL: &str = include_str!("sql/lexical_terms.sql");
 pub const TRIGRAM_SQL: &str = include_str!("sql/trigram.sql");
 pub const ELIGIBLE_COUNT_SQL: &str = include_str!("sql/eligible_count.sql");
 pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
+pub const SEMANTIC_EXACT_HALF_SQL: &str = include_str!("sql/semantic_exact_half.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
 pub const DOMAINS_SQL: &str = include_str!("sql/domains.sql");
 pub const NEAR_DOMAIN_SQL: &str = include_str!("sql/near_domain.sql");
@@ -107,6 +108,11 @@ pub struct ArmResult {
     /// lane, beside the walk); absent when it scored no family.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub family_connection: Option<usize>,
+    /// The lane the second half of a far domain's exact scan ran on (route
+    /// `exact_far_domain`): a fourth lane, beside the first half on the
+    /// arm's own, or the arm's own, after it; absent on other routes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub half_connection: Option<usize>,
     /// The trigram arm: the codes its relaxed steps matched instead of the
     /// whole query (`trigram_identifier_steps`); absent when they matched
     /// the whole query or did not run.
@@ -169,6 +175,10 @@ pub enum SemanticRoute {
     /// A domain filter's graph walked longer (`semantic_far_domain_overfetch`
     /// rows): none of the query's nearest products are in that domain.
     HnswLongWalk,
+    /// None of the query's nearest products are in the domain filter's
+    /// domain, which holds at most `semantic_far_exact_max_rows` products:
+    /// every eligible row of it scored exactly instead of the long walk.
+    ExactFarDomain,
     /// The HNSW scan stopped short of the limit; an exact scan completed it.
     HnswUnderfilledThenExact,
     /// The HNSW scan stopped short of the limit; a second walk with a
@@ -214,6 +224,7 @@ impl std::fmt::Display for ArmMode {
             ArmMode::Semantic(SemanticRoute::Hnsw) => "hnsw",
             ArmMode::Semantic(SemanticRoute::HnswDomainWalks) => "hnsw_domain_walks",
             ArmMode::Semantic(SemanticRoute::HnswLongWalk) => "hnsw_long_walk",
+            ArmMode::Semantic(SemanticRoute::ExactFarDomain) => "exact_far_domain",
             ArmMode::Semantic(SemanticRoute::HnswUnderfilledThenExact) => {
                 "hnsw_underfilled_then_exact"
             }
@@ -281,6 +292,7 @@ impl ArmResult {
             domain_walks: None,
             walks_connection: None,
             family_connection: None,
+            half_connection: None,
             matched_codes: None,
             read_chars: None,
             price_checked_on_rows: None,
@@ -327,6 +339,7 @@ impl ArmResult {
             domain_walks: None,
             walks_connection: None,
             family_connection: None,
+            half_connection: None,
             matched_codes: None,
             read_chars: None,
             price_checked_on_rows: None,
@@ -1313,8 +1326,12 @@ pub fn first_chars(text: &str, max: i64) -> (String, bool) {
 /// `semantic_domain_walk_min_rows` products such a walk returns
 /// `semantic_far_domain_overfetch` rows (route `hnsw_long_walk`): past its
 /// first candidate list the iterative scan walks on from the nearest
-/// nodes it left aside. The check is a short walk of the whole catalog's
-/// graph that travels with the selectivity probe.
+/// nodes it left aside. Where the domain holds at most
+/// `semantic_far_exact_max_rows` products by the planner's statistics, the
+/// arm scores all of them exactly instead (route `exact_far_domain`), from
+/// the index that holds the domains' vectors (migration 0024), which costs
+/// no more than the long walk there. The check is a short walk of the
+/// whole catalog's graph that travels with the selectivity probe.
 ///
 /// `written` is the query as written, without its negated terms: when it
 /// carries a model code or SKU with a stem, the HNSW route also scores that
@@ -1351,10 +1368,9 @@ pub async fn semantic_on<C: GenericClient>(
     // list go out together: one round trip. Under a domain filter, the
     // check of the query's nearest products goes with them.
     let may_walk_domains = may_walk_domains(elig, profile);
-    let far_check = elig
-        .domain
-        .as_ref()
-        .filter(|_| profile.semantic_far_domain_overfetch > 0);
+    let far_check = elig.domain.as_ref().filter(|_| {
+        profile.semantic_far_domain_overfetch > 0 || profile.semantic_far_exact_max_rows > 0
+    });
     let probe_params = elig.typed(&[(&probe, Type::INT8)]);
     let near_check = async {
         let Some(domain) = far_check else {
@@ -1375,7 +1391,7 @@ pub async fn semantic_on<C: GenericClient>(
             db.query_typed_one(NEAR_DOMAIN_SQL, &params),
             profile_walk(db, profile),
         )?;
-        Ok(Some(near.get::<_, i64>(0)))
+        Ok(Some((near.get::<_, i64>(0), near.get::<_, Option<i64>>(1))))
     };
     let (counted, domains, near) = tokio::try_join!(
         db.query_typed_one(ELIGIBLE_COUNT_SQL, &probe_params),
@@ -1393,7 +1409,26 @@ pub async fn semantic_on<C: GenericClient>(
         true => domains.iter().map(|r| r.get(0)).collect(),
         false => Vec::new(),
     };
-    let far = large && near == Some(0);
+    let far = large && near.is_some_and(|(n, _)| n == 0);
+    // A far query whose domain is small enough is scored exactly, from the
+    // index of the domains' vectors; otherwise its graph is walked longer.
+    let far_exact = far
+        && may_scan_far_domain(elig, profile)
+        && near
+            .and_then(|(_, rows)| rows)
+            .is_some_and(|rows| rows <= profile.semantic_far_exact_max_rows);
+    // The exact scan of a far domain, in two halves (by a hash of the
+    // product id, which the index holds): the second on `walks`, so that
+    // on another connection the two run at the same time, on two cores.
+    let far_scan = || async {
+        let (mut c, second) = tokio::try_join!(
+            exact_half(db, elig, vector, limit, 0),
+            exact_half(walks, elig, vector, limit, 1)
+        )?;
+        c.extend(second);
+        Ok::<_, tokio_postgres::Error>(nearest_once(c, limit))
+    };
+    let long_walk = far && profile.semantic_far_domain_overfetch > 0;
     let exact = || async {
         let extra = [
             (vector as &(dyn ToSql + Sync), vector_type()),
@@ -1408,11 +1443,15 @@ pub async fn semantic_on<C: GenericClient>(
         let c = exact().await?;
         let v = verdict(c.len(), limit);
         (c, SemanticRoute::Exact, v)
+    } else if far_exact {
+        let c = far_scan().await?;
+        let v = verdict(c.len(), limit);
+        (c, SemanticRoute::ExactFarDomain, v)
     } else {
         let stem = family_stem(written, profile);
         let walked_domains = !domains.is_empty();
         domain_walks = walked_domains.then_some(domains.len());
-        let rows = match far {
+        let rows = match long_walk {
             true => profile.semantic_far_domain_overfetch,
             false => profile.semantic_overfetch,
         };
@@ -1444,7 +1483,7 @@ pub async fn semantic_on<C: GenericClient>(
             (c, SemanticRoute::HnswUnderfilledThenExact, v)
         } else if walked_domains {
             (c, SemanticRoute::HnswDomainWalks, Verdict::Full)
-        } else if far {
+        } else if long_walk {
             (c, SemanticRoute::HnswLongWalk, Verdict::Full)
         } else {
             (c, SemanticRoute::Hnsw, Verdict::Full)
@@ -1468,6 +1507,21 @@ pub fn family_stem(written: &str, profile: &RetrievalProfile) -> Option<String> 
         0 => None,
         _ => super::understand::identifier_stem(written),
     }
+}
+
+/// Whether the semantic arm may scan a domain filter's products exactly,
+/// in two halves, for a query far from them (`semantic_far_exact_max_rows`):
+/// only where every other filter reads a column that migration 0024's index
+/// holds (availability, stock, price, rating), so the scan reads the index
+/// alone. A category, brand, attribute or negated word would make it read
+/// every row of the domain from the table: the graph is walked then.
+pub fn may_scan_far_domain(elig: &Eligibility, profile: &RetrievalProfile) -> bool {
+    profile.semantic_far_exact_max_rows > 0
+        && elig.domain.is_some()
+        && elig.category_key.is_none()
+        && elig.brand.is_none()
+        && elig.attributes.is_none()
+        && elig.negated.is_none()
 }
 
 /// Whether the semantic arm's HNSW route may walk each domain's graph for
@@ -1543,6 +1597,25 @@ async fn hnsw_walk<C: GenericClient>(
     db.query_typed(SEMANTIC_HNSW_SQL, &elig.typed(&extra))
         .await
         .map(|found| scored(&found))
+}
+
+/// One half (`part` 0 or 1) of the exact scan of a far domain's eligible
+/// rows: its nearest `limit`, each with its exact score.
+async fn exact_half<C: GenericClient>(
+    db: &C,
+    elig: &Eligibility,
+    vector: &Vector,
+    limit: i64,
+    part: i32,
+) -> Result<Vec<(String, f64)>, tokio_postgres::Error> {
+    let extra = [
+        (vector as &(dyn ToSql + Sync), vector_type()),
+        (&limit, Type::INT8),
+        (&part, Type::INT4),
+    ];
+    db.query_typed(SEMANTIC_EXACT_HALF_SQL, &elig.typed(&extra))
+        .await
+        .map(|rows| scored(&rows))
 }
 
 /// Rows of several walks (each with its exact score): the best `limit`,
@@ -1978,6 +2051,7 @@ mod tests {
             ("trigram", TRIGRAM_SQL),
             ("eligible_count", ELIGIBLE_COUNT_SQL),
             ("semantic_exact", SEMANTIC_EXACT_SQL),
+            ("semantic_exact_half", SEMANTIC_EXACT_HALF_SQL),
             ("semantic_hnsw", SEMANTIC_HNSW_SQL),
             ("semantic_family", SEMANTIC_FAMILY_SQL),
             ("exact_identifier", EXACT_IDENTIFIER_SQL),

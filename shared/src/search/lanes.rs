@@ -14,7 +14,8 @@
 //! ([`crate::CatalogSize`]). Where it walks no domain's graph, a query
 //! that carries a code takes the fourth lane for the code's family
 //! (`semantic_identifier_family`), scored beside the walk instead of after
-//! it.
+//! it, and a query far from its domain filter's products takes it for half
+//! of the exact scan of that domain (`semantic_far_exact_max_rows`).
 //!
 //! Extra lanes are only taken when the pool can hand them over without
 //! waiting: a one-connection pool (one connection per Lambda container) or a
@@ -136,14 +137,18 @@ pub(crate) async fn run_arms(
     let profile = &ctx.profile;
     let started = Instant::now();
     let enabled = |arm: Arm| variant.arms[arm as usize];
-    // A fourth lane only carries the semantic arm's domain walks, or its
-    // code's family where no domain walk runs: none for a query without a
-    // code where the walks cannot run (these filters, or a catalog last
-    // seen too small for them).
+    // A fourth lane only carries the semantic arm's domain walks, its
+    // code's family where no domain walk runs, or half of a far domain's
+    // exact scan: none for a query without a code where neither the walks
+    // nor that scan can run (these filters, or a catalog last seen too
+    // small for them).
     let walks = enabled_semantic_walks(variant, elig, profile)
         && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
     let family = enabled(Arm::Semantic) && arms::family_stem(positive, profile).is_some();
-    let wanted = match walks || family {
+    let far_scan = enabled(Arm::Semantic)
+        && arms::may_scan_far_domain(elig, profile)
+        && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
+    let wanted = match walks || family || far_scan {
         true => profile.arm_connections,
         false => profile.arm_connections.min(3),
     };
@@ -264,8 +269,8 @@ pub(crate) async fn finish(spare: Vec<Conn>) -> Result<(), tokio_postgres::Error
 
 /// Records on each arm (lexical, trigram, semantic) the lane it ran on and
 /// whether it read the replica, and on the semantic arm the lane of its
-/// domain walks when it took them and of its code's family when it scored
-/// one.
+/// domain walks when it took them, of its code's family when it scored
+/// one, and of the second half of a far domain's exact scan.
 fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
     for (arm, result) in [Arm::Lexical, Arm::Trigram, Arm::Semantic]
         .into_iter()
@@ -275,6 +280,11 @@ fn mark_lanes(ctx: &Ctx, lanes: usize, results: [&mut ArmResult; 3]) {
         result.pool = ctx.reader.as_ref().map(|_| crate::context::READER);
         if arm == Arm::Semantic && result.domain_walks.is_some() {
             result.walks_connection = Some(domain_walks_lane(lanes));
+        }
+        if arm == Arm::Semantic
+            && result.mode == Some(arms::ArmMode::Semantic(arms::SemanticRoute::ExactFarDomain))
+        {
+            result.half_connection = Some(domain_walks_lane(lanes));
         }
         if arm == Arm::Semantic && result.identifier_family.is_some() {
             result.family_connection = Some(match result.family_on_walks {

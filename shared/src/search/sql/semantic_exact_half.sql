@@ -1,0 +1,24 @@
+-- Semantic arm, one half of the exact scan of a domain filter's products
+-- for a query far from them (route exact_far_domain): the rows whose
+-- product id hashes to $13 (0 or 1), which migration 0024's index holds
+-- apart, so the two halves run at the same time on two connections and
+-- the caller keeps the nearest of both. As semantic_exact.sql otherwise.
+-- $11 the query vector, $12 the arm's limit, $13 the half.
+SELECT pp.product_id, (1 - (pp.embedding <=> $11))::float8 AS score
+FROM search.product_projection pp
+WHERE pp.embedding IS NOT NULL
+      AND (hashtext(pp.product_id) & 1) = $13
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
+      AND ($1::text IS NULL OR pp.domain = $1)
+      AND ($2::text IS NULL OR pp.category_key = $2)
+      AND ($3::text IS NULL OR pp.brand_key = lower($3))
+      AND ($4::text[] IS NULL OR pp.availability = ANY ($4))
+      AND (NOT $5::boolean OR pp.in_stock)
+      AND ($6::bigint IS NULL OR pp.price_cents >= $6)
+      AND ($7::bigint IS NULL OR pp.price_cents <= $7)
+      AND ($8::real IS NULL OR pp.rating >= $8)
+      AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text[] IS NULL OR NOT EXISTS (
+          SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
+ORDER BY (pp.embedding <=> $11) + 0, pp.product_id
+LIMIT $12;
