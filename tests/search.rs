@@ -2934,14 +2934,10 @@ async fn a_code_s_product_line_and_brand_are_scored_exactly_beside_the_walks() {
     assert_eq!(r.identifier_family, None);
 }
 
-#[tokio::test]
-async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
-    let db = TestDb::with_sample("far_domain").await;
-    let mut c = db.owner().await;
-    c.execute("ANALYZE search.product_projection", &[])
-        .await
-        .unwrap();
-    // A product's own vector: its nearest products are in its domain.
+/// A product's own vector (its nearest products are in its domain), that
+/// domain, and the largest other domain with its number of products: a
+/// domain filter far from the vector.
+async fn far_domain_case(c: &Client) -> (pgvector::Vector, String, String, i64) {
     let row = c
         .query_one(
             "SELECT embedding, domain FROM search.product_projection
@@ -2951,15 +2947,37 @@ async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
         .await
         .unwrap();
     let (v, home): (pgvector::Vector, String) = (row.get(0), row.get(1));
-    let other: String = c
+    let other = c
         .query_one(
-            "SELECT domain FROM search.product_projection WHERE domain <> $1
+            "SELECT domain, count(*) FROM search.product_projection WHERE domain <> $1
              GROUP BY domain ORDER BY count(*) DESC LIMIT 1",
             &[&home],
         )
         .await
-        .unwrap()
-        .get(0);
+        .unwrap();
+    (v, home, other.get(0), other.get(1))
+}
+
+/// Rank by rank, `nearer`'s rows score at least what `other`'s do.
+fn at_least_as_near(nearer: &[(String, f64)], other: &[(String, f64)]) {
+    for (k, (got, theirs)) in nearer.iter().zip(other).enumerate() {
+        assert!(
+            got.1 >= theirs.1 - 1e-9,
+            "rank {k}: {} < {}",
+            got.1,
+            theirs.1
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
+    let db = TestDb::with_sample("far_domain").await;
+    let mut c = db.owner().await;
+    c.execute("ANALYZE search.product_projection", &[])
+        .await
+        .unwrap();
+    let (v, home, other, _) = far_domain_case(&c).await;
     // The HNSW route at this size, and a short first walk; no domain is
     // small enough to be scored exactly.
     let p = RetrievalProfile {
@@ -3003,14 +3021,7 @@ async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
     };
     let (short, _) = semantic_alone(&mut c, &v, &off, &in_domain(&other)).await;
     assert_eq!(mode(&short), "hnsw");
-    for (k, (got, before)) in long.candidates.iter().zip(&short.candidates).enumerate() {
-        assert!(
-            got.1 >= before.1 - 1e-9,
-            "rank {k}: {} < {}",
-            got.1,
-            before.1
-        );
-    }
+    at_least_as_near(&long.candidates, &short.candidates);
     // Below the size the walks start at, the check changes nothing.
     let small = RetrievalProfile {
         semantic_domain_walk_min_rows: i64::MAX,
@@ -3024,28 +3035,7 @@ async fn a_query_far_from_a_domain_filter_walks_that_domains_graph_longer() {
 async fn a_query_far_from_a_small_domain_scores_all_of_it_exactly() {
     let db = TestDb::with_sample("far_domain_exact").await;
     let mut c = db.owner().await;
-    // A product's own vector: none of its nearest products are in another
-    // domain.
-    let row = c
-        .query_one(
-            "SELECT embedding, domain FROM search.product_projection
-             WHERE embedding IS NOT NULL ORDER BY product_id LIMIT 1",
-            &[],
-        )
-        .await
-        .unwrap();
-    let (v, home): (pgvector::Vector, String) = (row.get(0), row.get(1));
-    let (other, size): (String, i64) = {
-        let r = c
-            .query_one(
-                "SELECT domain, count(*) FROM search.product_projection WHERE domain <> $1
-                 GROUP BY domain ORDER BY count(*) DESC LIMIT 1",
-                &[&home],
-            )
-            .await
-            .unwrap();
-        (r.get(0), r.get(1))
-    };
+    let (v, home, other, size) = far_domain_case(&c).await;
     // The HNSW route at this size, a short first walk, and the domain
     // (by the planner's statistics) under the exact scan's bound.
     let p = RetrievalProfile {
@@ -3103,14 +3093,7 @@ async fn a_query_far_from_a_small_domain_scores_all_of_it_exactly() {
     };
     let (long, _) = semantic_alone(&mut c, &v, &walk, &in_domain(&other)).await;
     assert_eq!(mode(&long), "hnsw_long_walk");
-    for (k, (got, walked)) in exact.candidates.iter().zip(&long.candidates).enumerate() {
-        assert!(
-            got.1 >= walked.1 - 1e-9,
-            "rank {k}: {} < {}",
-            got.1,
-            walked.1
-        );
-    }
+    at_least_as_near(&exact.candidates, &long.candidates);
     // A domain larger than the bound is walked; the query's own domain is
     // near it and takes the usual walk.
     let bounded = RetrievalProfile {
