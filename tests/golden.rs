@@ -55,7 +55,10 @@ impl Normaliser {
             ),
             ("ms", Value::Number(_)) => json!("<ms>"),
             // Which connection an arm ran on depends on what the pool had idle.
-            ("connection" | "walks_connection" | "family_connection", Value::Number(_)) => {
+            (
+                "connection" | "walks_connection" | "family_connection" | "half_connection",
+                Value::Number(_),
+            ) => {
                 json!("<connection>")
             }
             (k, Value::String(_)) if k.ends_with("_at") => json!("<time>"),
