@@ -1329,9 +1329,10 @@ pub fn first_chars(text: &str, max: i64) -> (String, bool) {
 /// nodes it left aside. Where the domain holds at most
 /// `semantic_far_exact_max_rows` products by the planner's statistics, the
 /// arm scores all of them exactly instead (route `exact_far_domain`), from
-/// the index that holds the domains' vectors (migration 0024), which costs
-/// no more than the long walk there. The check is a short walk of the
-/// whole catalog's graph that travels with the selectivity probe.
+/// the index that holds the domains' vectors (migration 0024), in two
+/// halves on `walks` and `db`: exact recall, for about what the longest
+/// walks cost the database. The check is a short walk of the whole
+/// catalog's graph that travels with the selectivity probe.
 ///
 /// `written` is the query as written, without its negated terms: when it
 /// carries a model code or SKU with a stem, the HNSW route also scores that
