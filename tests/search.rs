@@ -2513,7 +2513,7 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
     let exact: Vec<f64> = c
         .query(
             arms::SEMANTIC_EXACT_SQL,
-            &Eligibility::new(&Filters::default()).params(&[&v, &10i64]),
+            &Eligibility::new(&Filters::default()).params(&[&v, &10i64, &None::<i32>]),
         )
         .await
         .unwrap()

@@ -340,7 +340,10 @@ pub async fn exact_top(
     k: i64,
 ) -> Result<Vec<String>, tokio_postgres::Error> {
     let rows = client
-        .query(arms::SEMANTIC_EXACT_SQL, &elig.params(&[vector, &k]))
+        .query(
+            arms::SEMANTIC_EXACT_SQL,
+            &elig.params(&[vector, &k, &None::<i32>]),
+        )
         .await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
@@ -376,7 +379,10 @@ pub async fn exact_top_scored(
     k: i64,
 ) -> Result<Vec<(String, f64)>, tokio_postgres::Error> {
     let rows = client
-        .query(arms::SEMANTIC_EXACT_SQL, &elig.params(&[vector, &k]))
+        .query(
+            arms::SEMANTIC_EXACT_SQL,
+            &elig.params(&[vector, &k, &None::<i32>]),
+        )
         .await?;
     Ok(arms::scored(&rows))
 }

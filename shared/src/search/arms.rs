@@ -53,7 +53,6 @@ pub const LEXICAL_TERMS_SQL: &str = include_str!("sql/lexical_terms.sql");
 pub const TRIGRAM_SQL: &str = include_str!("sql/trigram.sql");
 pub const ELIGIBLE_COUNT_SQL: &str = include_str!("sql/eligible_count.sql");
 pub const SEMANTIC_EXACT_SQL: &str = include_str!("sql/semantic_exact.sql");
-pub const SEMANTIC_EXACT_HALF_SQL: &str = include_str!("sql/semantic_exact_half.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("sql/semantic_hnsw.sql");
 pub const DOMAINS_SQL: &str = include_str!("sql/domains.sql");
 pub const NEAR_DOMAIN_SQL: &str = include_str!("sql/near_domain.sql");
@@ -1423,22 +1422,14 @@ pub async fn semantic_on<C: GenericClient>(
     // on another connection the two run at the same time, on two cores.
     let far_scan = || async {
         let (mut c, second) = tokio::try_join!(
-            exact_half(db, elig, vector, limit, 0),
-            exact_half(walks, elig, vector, limit, 1)
+            exact_scan(db, elig, vector, limit, Some(0)),
+            exact_scan(walks, elig, vector, limit, Some(1))
         )?;
         c.extend(second);
         Ok::<_, tokio_postgres::Error>(nearest_once(c, limit))
     };
     let long_walk = far && profile.semantic_far_domain_overfetch > 0;
-    let exact = || async {
-        let extra = [
-            (vector as &(dyn ToSql + Sync), vector_type()),
-            (&limit, Type::INT8),
-        ];
-        db.query_typed(SEMANTIC_EXACT_SQL, &elig.typed(&extra))
-            .await
-            .map(|rows| scored(&rows))
-    };
+    let exact = || exact_scan(db, elig, vector, limit, None);
     let (mut family, mut domain_walks, mut family_on_walks) = (None, None, false);
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
@@ -1600,21 +1591,22 @@ async fn hnsw_walk<C: GenericClient>(
         .map(|found| scored(&found))
 }
 
-/// One half (`part` 0 or 1) of the exact scan of a far domain's eligible
-/// rows: its nearest `limit`, each with its exact score.
-async fn exact_half<C: GenericClient>(
+/// The exact route's scan of the eligible rows, or of one half of them
+/// (`half` 0 or 1, by a hash of the product id; the far domain's scan): the
+/// nearest `limit`, each with its exact score.
+async fn exact_scan<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
     vector: &Vector,
     limit: i64,
-    part: i32,
+    half: Option<i32>,
 ) -> Result<Vec<(String, f64)>, tokio_postgres::Error> {
     let extra = [
         (vector as &(dyn ToSql + Sync), vector_type()),
         (&limit, Type::INT8),
-        (&part, Type::INT4),
+        (&half, Type::INT4),
     ];
-    db.query_typed(SEMANTIC_EXACT_HALF_SQL, &elig.typed(&extra))
+    db.query_typed(SEMANTIC_EXACT_SQL, &elig.typed(&extra))
         .await
         .map(|rows| scored(&rows))
 }
@@ -2052,7 +2044,6 @@ mod tests {
             ("trigram", TRIGRAM_SQL),
             ("eligible_count", ELIGIBLE_COUNT_SQL),
             ("semantic_exact", SEMANTIC_EXACT_SQL),
-            ("semantic_exact_half", SEMANTIC_EXACT_HALF_SQL),
             ("semantic_hnsw", SEMANTIC_HNSW_SQL),
             ("semantic_family", SEMANTIC_FAMILY_SQL),
             ("exact_identifier", EXACT_IDENTIFIER_SQL),

@@ -142,12 +142,10 @@ pub(crate) async fn run_arms(
     // exact scan: none for a query without a code where neither the walks
     // nor that scan can run (these filters, or a catalog last seen too
     // small for them).
-    let walks = enabled_semantic_walks(variant, elig, profile)
-        && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
+    let large = ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
+    let walks = enabled_semantic_walks(variant, elig, profile) && large;
     let family = enabled(Arm::Semantic) && arms::family_stem(positive, profile).is_some();
-    let far_scan = enabled(Arm::Semantic)
-        && arms::may_scan_far_domain(elig, profile)
-        && ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
+    let far_scan = enabled(Arm::Semantic) && arms::may_scan_far_domain(elig, profile) && large;
     let wanted = match walks || family || far_scan {
         true => profile.arm_connections,
         false => profile.arm_connections.min(3),

@@ -1,10 +1,16 @@
 -- Semantic arm, exact route (selective filters): cosine distance over every
 -- eligible row. Ordering by an expression the HNSW index cannot serve
 -- ("+ 0") keeps the planner on the filtered scan: exact recall.
--- $11 the query vector, $12 the arm's limit.
+-- For a query far from its domain filter (route exact_far_domain) the scan
+-- runs in two halves, the rows whose product id hashes to $13 (0 or 1),
+-- which migration 0024's index holds apart: on two connections they run at
+-- the same time, and the caller keeps the nearest of both. $13 NULL: every
+-- eligible row (the planner drops the condition for that statement).
+-- $11 the query vector, $12 the arm's limit, $13 the half or NULL.
 SELECT pp.product_id, (1 - (pp.embedding <=> $11))::float8 AS score
 FROM search.product_projection pp
 WHERE pp.embedding IS NOT NULL
+      AND ($13::int IS NULL OR (hashtext(pp.product_id) & 1) = $13)
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
       AND ($2::text IS NULL OR pp.category_key = $2)
