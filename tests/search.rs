@@ -959,6 +959,85 @@ async fn a_relaxed_step_matches_exactly_the_documents_holding_k_of_the_terms() {
     assert!(sizes.iter().filter(|n| **n > 0).count() >= 3, "{sizes:?}");
 }
 
+/// A relaxed step ranks its matches against the disjunction of the terms
+/// they hold a lexeme of (`sql/lexical_relaxed.sql`): a domain's products
+/// seldom hold another domain's words, and each term ts_rank_cd is given
+/// costs it time whether a document holds it or not. The scores must stay
+/// those of the disjunction of every term the catalog holds.
+#[tokio::test]
+async fn the_back_off_scores_its_matches_as_against_every_term_the_catalog_holds() {
+    let db = TestDb::with_sample("backoff_ranking").await;
+    let c = db.runtime().await;
+    let profile = RetrievalProfile::default();
+    // Words of the outdoor domain beside words every domain holds, and a
+    // hyphenated word whose parts the office domain holds apart.
+    let queries = [
+        "Water Bottle keeping drinks icy cold all day",
+        "sit-stand desk water bottle for cold drinks",
+        "insulated bottle that keeps water cold on a long day",
+    ];
+    let mut shapes = vec![Filters::default()];
+    for domain in ["electronics", "office", "home_kitchen", "outdoor"] {
+        shapes.push(Filters {
+            domain: Some(domain.into()),
+            ..Default::default()
+        });
+    }
+    shapes.push(Filters {
+        domain: Some("electronics".into()),
+        max_price_cents: Some(20_000),
+        ..Default::default()
+    });
+    let (mut served, mut unheld) = (0, 0);
+    for filters in &shapes {
+        let elig = Eligibility::new(filters);
+        for q in queries {
+            let arm = arms::lexical(&c, &elig, q, &profile).await.unwrap();
+            if arm.mode == Some(ArmMode::Lexical(LexicalMode::Strict)) {
+                continue;
+            }
+            let budget = profile.lexical_scan_budget;
+            let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive, budget, &elig)
+                .await
+                .unwrap();
+            let every = arms::at_least(&relax.present, 1);
+            let ids: Vec<String> = arm.candidates.iter().map(|(id, _)| id.clone()).collect();
+            let expected: std::collections::HashMap<String, f64> = c
+                .query(
+                    "SELECT product_id, ts_rank_cd(document, $1::text::tsquery, 32)::float8
+                     FROM search.product_projection WHERE product_id = ANY ($2)",
+                    &[&every, &ids],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            assert!(!arm.candidates.is_empty(), "{q} {filters:?}");
+            for (id, score) in &arm.candidates {
+                assert_eq!(Some(score), expected.get(id), "{id} for {q:?} {filters:?}");
+            }
+            served += 1;
+            // The terms the filter's domain holds none of: left out of
+            // the ranking query.
+            for term in &relax.present {
+                let holders: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM search.product_projection
+                         WHERE document @@ $1::text::tsquery AND ($2::text IS NULL OR domain = $2)",
+                        &[term, &filters.domain],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                unheld += usize::from(holders == 0);
+            }
+        }
+    }
+    assert!(served >= 10, "only {served} relaxed steps served");
+    assert!(unheld >= 6, "only {unheld} terms the domain lacks");
+}
+
 /// A sequential scan may start where the last scan of its table stopped
 /// (the server does so for tables larger than a quarter of
 /// `shared_buffers`, which a test catalog never is), and a scan budget

@@ -800,14 +800,14 @@ pub async fn lexical_understood<C: GenericClient>(
         true => (&LEXICAL_PRICE_ON_ROWS[0], &LEXICAL_PRICE_ON_ROWS[1]),
         false => (LEXICAL_SQL, LEXICAL_RELAXED_SQL),
     };
-    let run = |sql: &'static str, text: String, rank: Option<String>| async move {
+    let run = |sql: &'static str, text: String, rank: Option<Vec<String>>| async move {
         let mut extra: Vec<Typed> = vec![
             (&text, Type::TEXT),
             (&budget, Type::INT8),
             (&limit, Type::INT8),
         ];
         if let Some(r) = rank.as_ref() {
-            extra.push((r, Type::TEXT));
+            extra.push((r, Type::TEXT_ARRAY));
         }
         let rows = db.query_typed(sql, &elig.typed(&extra)).await?;
         let matched: i64 = rows.first().map_or(0, |r| r.get(2));
@@ -820,10 +820,9 @@ pub async fn lexical_understood<C: GenericClient>(
     if cands.is_empty() && positive.len() > 1 {
         // Negated terms stay excluded through the eligibility predicate.
         let relax = Relaxation::of(db, &positive, budget, elig).await?;
-        let any = at_least(&relax.present, 1);
         let enough = profile.lexical_enough.max(1) as usize;
         for (step_mode, tsquery) in relax.steps() {
-            let step = run(relaxed_sql, tsquery, Some(any.clone()));
+            let step = run(relaxed_sql, tsquery, Some(relax.present.clone()));
             let (step, step_matched) = step.await?;
             for c in step {
                 if !cands.iter().any(|(id, _)| *id == c.0) {

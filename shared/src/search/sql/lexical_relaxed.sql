@@ -5,10 +5,18 @@
 -- index finds the documents that hold enough terms, so only those are
 -- fetched and ranked: holding more of the query is the pre-score,
 -- ts_rank_cd orders within it, against the plain disjunction of the terms
--- ($14, "a | b | c"): cover density over the step's own query would depend
--- on how it is written.
+-- ("a | b | c"): cover density over the step's own query would depend on
+-- how it is written.
+-- The disjunction leaves out the terms none of whose lexemes any match
+-- holds (a domain filter's products seldom hold the words of another
+-- domain): such a term takes part in no document's covers, so every score
+-- is the same, but ts_rank_cd's cost grows with the query's terms, held or
+-- not (2,000 matches of a 7-term query under a domain filter whose
+-- products hold 3 of the terms: 20 ms of ranking against 10; BENCHMARKS.md,
+-- "The back-off ranked against the terms its matches hold").
 -- $11 the step's tsquery (text), $12 the scoring budget, $13 the arm's
--- limit, $14 the ranking tsquery (text).
+-- limit, $14 the ranking terms (each a term's tsquery text, in query
+-- order).
 -- Negated terms are excluded by the eligibility predicate ($10).
 WITH matched AS (
     SELECT pp.product_id, pp.document
@@ -27,8 +35,21 @@ WITH matched AS (
       AND ($10::text[] IS NULL OR NOT EXISTS (
           SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
     LIMIT $12
+), terms AS MATERIALIZED (
+    -- Each term, and the disjunction of its lexemes: the parts of a
+    -- hyphenated word are operands of the query wherever they stand.
+    SELECT t.i, t.q,
+           (SELECT string_agg('''' || l.m[1] || '''', ' | ')
+            FROM regexp_matches(t.q, '''((?:[^'']|'''')*)''', 'g') AS l (m))::tsquery AS lexemes
+    FROM unnest($14::text[]) WITH ORDINALITY AS t (q, i)
+), ranking AS (
+    SELECT coalesce(
+               string_agg('(' || t.q || ')', ' | ' ORDER BY t.i)
+                   FILTER (WHERE EXISTS (SELECT 1 FROM matched m WHERE m.document @@ t.lexemes)),
+               string_agg('(' || t.q || ')', ' | ' ORDER BY t.i))::tsquery AS q
+    FROM terms t
 )
-SELECT m.product_id, ts_rank_cd(m.document, $14::text::tsquery, 32)::float8 AS score,
+SELECT m.product_id, ts_rank_cd(m.document, (SELECT r.q FROM ranking r), 32)::float8 AS score,
        (SELECT count(*) FROM matched) AS matched
 FROM matched m
 ORDER BY score DESC, m.product_id
