@@ -1367,8 +1367,10 @@ pub async fn semantic_on<C: GenericClient>(
     // list go out together: one round trip. Under a domain filter, the
     // check of the query's nearest products goes with them.
     let may_walk_domains = may_walk_domains(elig, profile);
+    // Only where its answer can change the route: a longer walk, or an
+    // exact scan these filters allow.
     let far_check = elig.domain.as_ref().filter(|_| {
-        profile.semantic_far_domain_overfetch > 0 || profile.semantic_far_exact_max_rows > 0
+        profile.semantic_far_domain_overfetch > 0 || may_scan_far_domain(elig, profile)
     });
     let probe_params = elig.typed(&[(&probe, Type::INT8)]);
     let near_check = async {
