@@ -2614,7 +2614,13 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
             semantic_domain_walk_min_rows: 0,
             ..narrow.clone()
         },
-        // Domain walks that may walk on past their first candidate list.
+        // Domain walks that may walk on past their first candidate list
+        // (as the default profile's do).
+        RetrievalProfile {
+            semantic_domain_walk_ef: 40,
+            semantic_domain_walk_min_rows: 0,
+            ..narrow.clone()
+        },
         RetrievalProfile {
             semantic_domain_walk_ef: 40,
             semantic_domain_walk_tuples: 2_000,
@@ -2622,10 +2628,12 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
             ..narrow.clone()
         },
     ];
-    for (p, mode) in variants
-        .iter()
-        .zip(["hnsw", "hnsw_domain_walks", "hnsw_domain_walks"])
-    {
+    for (p, mode) in variants.iter().zip([
+        "hnsw",
+        "hnsw_domain_walks",
+        "hnsw_domain_walks",
+        "hnsw_domain_walks",
+    ]) {
         let (r, ef) = semantic_alone(&mut c, &v, p, &Filters::default()).await;
         assert_eq!(r.mode.unwrap().to_string(), mode);
         assert_eq!(r.returned, 150);

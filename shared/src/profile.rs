@@ -101,8 +101,11 @@ pub struct RetrievalProfile {
     pub semantic_domain_walk_ef: i64,
     /// `hnsw.max_scan_tuples` of each domain walk: graph elements a walk
     /// visits before it stops looking further (it then returns the rest of
-    /// what it met, nearest first). 1: each walk ends at its first
-    /// candidate list, whatever the filters leave of it.
+    /// what it met, nearest first). The first candidate list is always
+    /// walked whole; past it, a walk under a filter resumes from the
+    /// nearest elements it left aside until the budget is spent. 1: each
+    /// walk ends at its first candidate list, whatever the filters leave
+    /// of it.
     pub semantic_domain_walk_tuples: i64,
     /// 0: off. Otherwise, under a domain filter in a catalog of
     /// `semantic_domain_walk_min_rows` products or more, when none of the
@@ -324,8 +327,18 @@ impl Default for RetrievalProfile {
             // `mosaic bench --sweep walks`, 100k, local model, 100 queries per shape: walking on to
             // 2,000 elements raised the broad filter's recall@10 0.944 -> 0.963 for +2-4 ms arm
             // p50 (unfiltered: the same statements); with hashing vectors 0.898 -> 0.900 for +6 ms.
-            // Kept at 1: the unfiltered and broad recall targets need more than this gives.
-            semantic_domain_walk_tuples: 1,
+            // Kept at 1 then: the unfiltered and broad recall targets needed more than this gave.
+            // Later, on a graph build where the broad filter's recall@10 was 0.978 (`--sweep walks`,
+            // local model, 100 queries per shape), 1 / 100 / 250 / 500 / 1,000 / 2,000 gave 0.978 /
+            // 0.978 / 0.978 / 0.987 / 0.988 / 0.988 (model codes 0.952 -> 0.988: a code's walk of
+            // the domain's graph reaches the eligible products of the brand's other lines) for arm
+            // p50 16.8 / 16.7 / 15.3 / 17.7 / 19.2 / 20.3 ms; with hashing vectors 0.954 -> 0.955
+            // at 500 for +0.8 ms (2,000: +5.4). The walk's first candidate list already visits a
+            // few hundred elements, and pgvector checks the budget only when the scan resumes: 100
+            // and 250 end where 1 does, 500 lets it resume about once. Unfiltered walks fill their
+            // first list and never resume. Paired runs (BENCHMARKS.md, "Domain walks that resume
+            // under a filter"): the broad shape within the runs' drift at 100k and 1M. 500 kept.
+            semantic_domain_walk_tuples: 500,
             // `mosaic bench --sweep far`, 100k, local model, 100 anti-correlated queries (a domain
             // filter away from the query): recall@10 0.868 off, 0.977 at 1,000 rows, 0.983 at
             // 1,500 (whatever the walk's ef_search, 200-1000); semantic arm p50 5.2 -> 17-22 ms

@@ -1696,9 +1696,10 @@ async fn graph_walks<C: GenericClient>(
 ) -> Result<Walked, tokio_postgres::Error> {
     // SET LOCAL for the domain walks, then back to the profile's: only HNSW
     // scans read them. Each domain walk stops looking after
-    // `semantic_domain_walk_tuples` graph elements (1: at its first
-    // candidate list): under a filter it brings the eligible rows among
-    // those, and the whole catalog's walk does the looking further.
+    // `semantic_domain_walk_tuples` graph elements (its first candidate
+    // list is walked whole; the budget is checked when it resumes past
+    // it): under a filter it brings the eligible rows among those, and the
+    // whole catalog's walk does the looking further.
     let walks_domains = !domains.is_empty();
     let domain_rows = profile.semantic_limit.min(profile.semantic_domain_walk_ef);
     let domain_walks = domains.iter().map(|d| async move {
