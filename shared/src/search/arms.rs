@@ -1367,11 +1367,13 @@ pub async fn semantic_on<C: GenericClient>(
     // list go out together: one round trip. Under a domain filter, the
     // check of the query's nearest products goes with them.
     let may_walk_domains = may_walk_domains(elig, profile);
+    let may_scan_far = may_scan_far_domain(elig, profile);
     // Only where its answer can change the route: a longer walk, or an
     // exact scan these filters allow.
-    let far_check = elig.domain.as_ref().filter(|_| {
-        profile.semantic_far_domain_overfetch > 0 || may_scan_far_domain(elig, profile)
-    });
+    let far_check = elig
+        .domain
+        .as_ref()
+        .filter(|_| profile.semantic_far_domain_overfetch > 0 || may_scan_far);
     let probe_params = elig.typed(&[(&probe, Type::INT8)]);
     let near_check = async {
         let Some(domain) = far_check else {
@@ -1414,7 +1416,7 @@ pub async fn semantic_on<C: GenericClient>(
     // A far query whose domain is small enough is scored exactly, from the
     // index of the domains' vectors; otherwise its graph is walked longer.
     let far_exact = far
-        && may_scan_far_domain(elig, profile)
+        && may_scan_far
         && near
             .and_then(|(_, rows)| rows)
             .is_some_and(|rows| rows <= profile.semantic_far_exact_max_rows);
