@@ -1038,6 +1038,143 @@ async fn the_back_off_scores_its_matches_as_against_every_term_the_catalog_holds
     assert!(unheld >= 6, "only {unheld} terms the domain lacks");
 }
 
+/// A lexical step that any one of the query's terms satisfies (the
+/// back-off's last steps) ranks by cover density at most
+/// `lexical_rank_budget` of its matches: past it, the best of them by
+/// `ts_rank`, the lower product id first among equals, and the arm says
+/// how many it chose among. The strict query and the steps that need more
+/// of the query rank every match, and so does every step at 0. One
+/// product's description repeats its words: cover density counts each
+/// repeat, `ts_rank` less and less, so it ranks first among all the
+/// matches and outside the best by `ts_rank`.
+#[tokio::test]
+async fn an_any_term_step_past_the_ranking_budget_ranks_the_best_of_its_matches_by_ts_rank() {
+    let db = TestDb::with_sample("rank_budget").await;
+    let owner = db.owner().await;
+    let repeated: String = owner
+        .query_one(
+            "SELECT product_id FROM search.product_projection
+             WHERE NOT document @@ to_tsquery('english', 'bottle | keyboard | water')
+             ORDER BY product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    owner
+        .execute(
+            "UPDATE catalog.products SET description = repeat('water bottle ', 20)
+             WHERE product_id = $1",
+            &[&repeated],
+        )
+        .await
+        .unwrap();
+    owner
+        .execute("SELECT search.refresh_products(ARRAY[$1])", &[&repeated])
+        .await
+        .unwrap();
+    let c = db.runtime().await;
+    let bounded = RetrievalProfile {
+        lexical_limit: 20,
+        lexical_rank_budget: 40,
+        ..Default::default()
+    };
+    bounded.validate().unwrap();
+    let every = RetrievalProfile {
+        lexical_rank_budget: 0,
+        ..bounded.clone()
+    };
+    // The step's matches, the best `pre` of them by ts_rank (all when
+    // `pre` is NULL), ranked by ts_rank_cd against `rank`; and how many
+    // matched.
+    let expected = |step: String, rank: String, pre: Option<i64>| {
+        let c = &c;
+        async move {
+            let rows = c
+                .query(
+                    "WITH m AS (
+                         SELECT product_id, document FROM search.product_projection
+                         WHERE document @@ $1::text::tsquery),
+                     pre AS (
+                         SELECT * FROM m
+                         ORDER BY ts_rank(document, $2::text::tsquery) DESC, product_id
+                         LIMIT $3)
+                     SELECT product_id, ts_rank_cd(document, $2::text::tsquery, 32)::float8,
+                            (SELECT count(*) FROM m)
+                     FROM pre ORDER BY 2 DESC, 1 LIMIT 20",
+                    &[&step, &rank, &pre],
+                )
+                .await
+                .unwrap();
+            let matched: i64 = rows.first().map_or(0, |r| r.get(2));
+            let ranked: Vec<(String, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+            (ranked, matched)
+        }
+    };
+    let elig = Eligibility::new(&Filters::default());
+    let holds = |ranked: &[(String, f64)]| ranked.iter().any(|(id, _)| *id == repeated);
+
+    // The strict query: every match ranked, the repeated product first.
+    let strict: String = c
+        .query_one(
+            "SELECT websearch_to_tsquery('english', 'water bottle')::text",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let (want, matched) = expected(strict.clone(), strict, None).await;
+    assert!(matched > 40, "{matched}");
+    assert_eq!(want[0].0, repeated);
+    let got = arms::lexical(&c, &elig, "water bottle", &bounded)
+        .await
+        .unwrap();
+    assert_eq!(got.mode, Some(ArmMode::Lexical(LexicalMode::Strict)));
+    assert_eq!((got.candidates, got.prescored_matches), (want, None));
+
+    // A step that needs both words the catalog holds (a third it lacks):
+    // every match ranked.
+    let q = "water bottle zzqxv";
+    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive, 2_000, &elig)
+        .await
+        .unwrap();
+    let (mode, step) = relax.steps()[0].clone();
+    assert_eq!(mode, LexicalMode::Backoff { required: 2, of: 2 });
+    let (want, matched) = expected(step, arms::at_least(&relax.present, 1), None).await;
+    assert!(matched > 40 && holds(&want), "{matched}");
+    let got = arms::lexical(&c, &elig, q, &bounded).await.unwrap();
+    assert_eq!(got.mode, Some(ArmMode::Lexical(mode)));
+    assert_eq!((got.candidates, got.prescored_matches), (want, None));
+
+    // Two words no product holds together: the any-term step, within the
+    // budget when it is set, every match at 0.
+    let q = "bottle keyboard zzqxv";
+    let relax = arms::Relaxation::of(&c, &arms::lexical_terms(q).positive, 2_000, &elig)
+        .await
+        .unwrap();
+    let steps = relax.steps();
+    let rank = arms::at_least(&relax.present, 1);
+    let (first, _) = expected(steps[0].1.clone(), rank.clone(), None).await;
+    assert!(first.is_empty(), "{first:?}");
+    let (mode, step) = steps[1].clone();
+    assert_eq!(mode, LexicalMode::Backoff { required: 1, of: 2 });
+    let (want, matched) = expected(step.clone(), rank.clone(), Some(40)).await;
+    let (want_every, _) = expected(step, rank, None).await;
+    assert!(matched > 40, "{matched}");
+    assert!(
+        !holds(&want) && want_every[0].0 == repeated,
+        "{want_every:?}"
+    );
+    let got = arms::lexical(&c, &elig, q, &bounded).await.unwrap();
+    assert_eq!(got.mode, Some(ArmMode::Lexical(mode)));
+    assert_eq!(
+        (got.candidates, got.prescored_matches),
+        (want, Some(matched))
+    );
+    let got = arms::lexical(&c, &elig, q, &every).await.unwrap();
+    assert_eq!((got.candidates, got.prescored_matches), (want_every, None));
+}
+
 /// A sequential scan may start where the last scan of its table stopped
 /// (the server does so for tables larger than a quarter of
 /// `shared_buffers`, which a test catalog never is), and a scan budget

@@ -84,10 +84,12 @@ pub struct BenchArgs {
     /// (semantic_far_domain_overfetch), `family`
     /// (semantic_identifier_family, the brand off), `brand`
     /// (semantic_identifier_brand), `lexical`
-    /// (lexical_scan_budget), `trigram` (trigram_scan_budget against an
-    /// unbounded cascade), `perfect` (trigram_perfect_first off and on,
-    /// interleaved query by query); several with commas; alone, all eight.
-    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "family", "brand", "lexical", "trigram", "perfect"])]
+    /// (lexical_scan_budget), `rank` (lexical_rank_budget against ranking
+    /// every match, interleaved query by query), `trigram`
+    /// (trigram_scan_budget against an unbounded cascade), `perfect`
+    /// (trigram_perfect_first off and on, interleaved query by query);
+    /// several with commas; alone, all nine.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_parser = ["semantic", "walks", "far", "family", "brand", "lexical", "rank", "trigram", "perfect"])]
     sweep: Option<Vec<String>>,
     /// Embeddings of the catalog and the queries: `hashing` (feature
     /// hashing, not a language model) or `local` (all-MiniLM-L6-v2; its
@@ -1031,6 +1033,9 @@ async fn sweep(
     if wants("trigram") {
         rows.extend(trigram_sweep(client, shapes, queries, base).await?);
     }
+    if wants("rank") {
+        rows.extend(rank_sweep(client, shapes, queries, base).await?);
+    }
     if wants("perfect") {
         rows.extend(perfect_sweep(client, shapes, queries, base).await?);
     }
@@ -1106,6 +1111,95 @@ async fn trigram_sweep(
                 json!({"parameter": "trigram_scan_budget", "value": budget, "shape": shape,
                              "ms": x, "score_lists_differing_from_unbounded": differ,
                              "budget_cut": cut, "queries": queries.len()}),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// The lexical arm's ranking budget against ranking every match: each
+/// query runs under every value back to back (the order rotating query by
+/// query, so drift on a shared machine hits all alike). Reported per value
+/// and shape: the arm's latency overall and over the queries one of whose
+/// steps matched more than the smallest budget, and how many queries' score
+/// lists differ from ranking every match, over the first 10 and over the
+/// whole list. Ties make the ids of equal scores arbitrary, so the scores
+/// are compared.
+async fn rank_sweep(
+    client: &mut tokio_postgres::Client,
+    shapes: &ShapeBuilder,
+    queries: &[BenchQuery],
+    base: &RetrievalProfile,
+) -> Result<Vec<Value>> {
+    let values = [0i64, 240, 480, 960];
+    let profiles = values.map(|v| RetrievalProfile {
+        lexical_rank_budget: v,
+        ..base.clone()
+    });
+    let mut rows = Vec::new();
+    for shape in SHAPES {
+        let k = values.len();
+        let mut ms: Vec<Vec<f64>> = vec![Vec::new(); k];
+        let mut heavy_ms: Vec<Vec<f64>> = vec![Vec::new(); k];
+        let (mut differ10, mut differ) = (vec![0usize; k], vec![0usize; k]);
+        let mut differing: Vec<Vec<String>> = vec![Vec::new(); k];
+        let mut heavy = 0usize;
+        for (i, q) in queries.iter().enumerate() {
+            let (text, elig) = direct_input(shapes, shape, q, base)?;
+            let mut got: Vec<Option<mosaic::search::arms::ArmResult>> = vec![None; k];
+            for j in 0..k {
+                let v = (i + j) % k;
+                got[v] = Some(bench::lexical_only(client, &elig, &text, &profiles[v]).await?);
+            }
+            let got: Vec<_> = got
+                .into_iter()
+                .map(|r| r.expect("every value run"))
+                .collect();
+            let reference = score_list(&got[0]);
+            // A step matched more than the smallest budget ranks.
+            let is_heavy = got[1].prescored_matches.is_some();
+            heavy += usize::from(is_heavy);
+            for (v, r) in got.iter().enumerate() {
+                ms[v].push(r.ms);
+                if is_heavy {
+                    heavy_ms[v].push(r.ms);
+                }
+                let list = score_list(r);
+                differ[v] += usize::from(list != reference);
+                let top = |l: &[i64]| l.iter().take(10).copied().collect::<Vec<_>>();
+                if top(&list) != top(&reference) {
+                    differ10[v] += 1;
+                    differing[v].push(text.clone());
+                }
+            }
+        }
+        for (v, value) in values.iter().enumerate() {
+            let (x, h) = (s(&ms[v]), s(&heavy_ms[v]));
+            println!(
+                "{:<26} {:>6} {:<16} {:>8.2} {:>8.2} {:>8} {:>9}   {} queries past {} matches: p50/p95 {:.2}/{:.2}; whole lists differ {}",
+                "lexical_rank_budget",
+                value,
+                shape,
+                x.p50,
+                x.p95,
+                format!("{} diff", differ10[v]),
+                "-",
+                heavy,
+                values[1],
+                h.p50,
+                h.p95,
+                differ[v]
+            );
+            for q in &differing[v] {
+                println!("{:>34} first 10 differ: {q:?}", "");
+            }
+            rows.push(
+                json!({"parameter": "lexical_rank_budget", "value": value, "shape": shape,
+                             "top10_differing_queries": differing[v],
+                             "ms": x, "heavy_ms": h, "heavy_queries": heavy,
+                             "top10_score_lists_differing": differ10[v],
+                             "score_lists_differing": differ[v],
+                             "queries": queries.len()}),
             );
         }
     }

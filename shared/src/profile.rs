@@ -16,6 +16,18 @@ pub struct RetrievalProfile {
     /// arm reports `budget_cut`. `ts_rank_cd` costs grow with matches, not
     /// with the LIMIT, so this bounds the arm's worst case.
     pub lexical_scan_budget: i64,
+    /// Matches of a lexical step that any one of the query's terms
+    /// satisfies (the back-off's last steps) ranked by cover density
+    /// (`ts_rank_cd`) at most: past it, the best `lexical_rank_budget` of
+    /// them by `ts_rank` (the query's terms by field weight, their repeats
+    /// counting less and less: about an eighth of the cost per document),
+    /// the lower product id first among equals. 0: every match (up to
+    /// `lexical_scan_budget`). The strict query and the steps that need
+    /// more of its terms always rank every match: there the two orders
+    /// part (the query's words near each other or apart), in an any-term
+    /// step they agree at the top (BENCHMARKS.md, "The lexical back-off
+    /// ranked within a budget").
+    pub lexical_rank_budget: i64,
     /// Candidates at which the lexical arm's relaxed steps (all terms but
     /// one, half, any one) stop relaxing (1..=lexical_limit).
     pub lexical_enough: i64,
@@ -225,6 +237,13 @@ impl Default for RetrievalProfile {
             // match): direct arm SQL p95 unfiltered 22 ms at 2000, 18 at 1000, 12 at 500; but 500
             // cut typo recovery@10 of the lexical arm from 46% to 34% in `mosaic eval` (5k), so 2000 kept.
             lexical_scan_budget: 2_000,
+            // Four times the arm's limit, chosen before measuring. `mosaic bench --sweep rank` at
+            // 100k, 200 queries a shape against ranking every match: no score list differed at
+            // 240, 480 or 960; the anti-correlated shape's arm p95 on the queries past 240 matches
+            // 18.7 -> 15.2 ms at 480. `mosaic eval`: the same on both catalogs. The bound on
+            // every step changed 23 of 200 unfiltered lists at 100k and lowered the foreign
+            // catalog's serving nDCG@10 0.690 -> 0.687, so it holds for any-term steps alone.
+            lexical_rank_budget: 480,
             // The served window's default (default_limit): a relaxed step that can fill the first
             // page ends the relaxation; not tuned on an evaluation set.
             lexical_enough: 10,
@@ -447,7 +466,9 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 15] = [
+const BEFORE_THE_FIELD: [(&str, i64); 16] = [
+    // Every match of a lexical step was ranked by cover density.
+    ("lexical_rank_budget", 0),
     // The reranker's order stood alone.
     ("rerank_stated_bounds", 0),
     // Short queries went straight to the trigram cascade.
@@ -510,7 +531,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 43] = [
+        let checks: [(bool, &str); 44] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -518,6 +539,12 @@ impl RetrievalProfile {
             (
                 self.lexical_scan_budget >= self.lexical_limit,
                 "lexical_scan_budget must be >= lexical_limit",
+            ),
+            (
+                self.lexical_rank_budget == 0
+                    || (self.lexical_limit..=self.lexical_scan_budget)
+                        .contains(&self.lexical_rank_budget),
+                "lexical_rank_budget must be 0 or lexical_limit..=lexical_scan_budget",
             ),
             (
                 (1..=self.lexical_limit).contains(&self.lexical_enough),
@@ -755,6 +782,7 @@ mod tests {
         assert_eq!(p.semantic_far_exact_max_rows, 0);
         assert_eq!(p.rerank_stated_bounds, 0);
         assert_eq!(p.semantic_domain_walk_tuples, 1);
+        assert_eq!(p.lexical_rank_budget, 0);
         assert_eq!(p.semantic_refill_scan_tuples, 0);
         assert_eq!(p.semantic_identifier_family, 0);
         assert_eq!(p.semantic_domain_walk_ef, 0);
@@ -794,6 +822,21 @@ mod tests {
                 with(tuples, memory).validate().is_err(),
                 "{tuples} {memory}"
             );
+        }
+    }
+
+    #[test]
+    fn the_lexical_ranking_budget_is_off_at_zero_and_otherwise_between_limit_and_scan_budget() {
+        let get = |raw: &'static str| {
+            move |k: &str| (k == "MOSAIC_LEXICAL_RANK_BUDGET").then(|| raw.to_string())
+        };
+        for (raw, want) in [("0", 0), ("120", 120), ("2000", 2_000)] {
+            let p = RetrievalProfile::from_lookup(get(raw)).unwrap();
+            assert_eq!(p.lexical_rank_budget, want);
+        }
+        for raw in ["-1", "119", "2001"] {
+            let err = RetrievalProfile::from_lookup(get(raw)).unwrap_err();
+            assert!(err.contains("lexical_rank_budget"), "{raw}: {err}");
         }
     }
 

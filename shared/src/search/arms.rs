@@ -128,6 +128,12 @@ pub struct ArmResult {
     /// same matches either way. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub price_checked_on_rows: Option<bool>,
+    /// The lexical arm: the most matches one of its any-term steps had
+    /// when that was more than `lexical_rank_budget`, so that `ts_rank`
+    /// chose which of them `ts_rank_cd` ranked; absent when every step
+    /// ranked all its matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prescored_matches: Option<i64>,
     /// The lane (0 = the search's own connection) the arm ran on; see
     /// [`super::lanes`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -295,6 +301,7 @@ impl ArmResult {
             matched_codes: None,
             read_chars: None,
             price_checked_on_rows: None,
+            prescored_matches: None,
             connection: None,
             pool: None,
             catalog_rows: None,
@@ -342,6 +349,7 @@ impl ArmResult {
             matched_codes: None,
             read_chars: None,
             price_checked_on_rows: None,
+            prescored_matches: None,
             connection: None,
             pool: None,
             catalog_rows: None,
@@ -764,9 +772,10 @@ static LEXICAL_PRICE_ON_ROWS: std::sync::LazyLock<[String; 2]> = std::sync::Lazy
 /// but one, half of them, any one; then, if still short, any one of every
 /// term the catalog holds (the back-off of old). Each step is a tsquery the
 /// GIN index answers, so only documents holding enough of the query are
-/// fetched and ranked (by `ts_rank_cd` against any term, at most
-/// `lexical_scan_budget` of them); a stricter step's rows stay ahead of a
-/// looser step's.
+/// fetched (at most `lexical_scan_budget` of them) and ranked by
+/// `ts_rank_cd` against any term (in a step any one term satisfies, past
+/// `lexical_rank_budget` matches, `ts_rank` chooses which are ranked). A
+/// stricter step's rows stay ahead of a looser step's.
 pub async fn lexical<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -795,19 +804,23 @@ pub async fn lexical_understood<C: GenericClient>(
     let t = std::time::Instant::now();
     let budget = profile.lexical_scan_budget;
     let limit = profile.lexical_limit;
+    let rank_budget = profile.lexical_rank_budget;
     let on_rows = elig.price_share.is_some_and(|s| s.checks_rows(budget));
     let (strict_sql, relaxed_sql): (&'static str, &'static str) = match on_rows {
         true => (&LEXICAL_PRICE_ON_ROWS[0], &LEXICAL_PRICE_ON_ROWS[1]),
         false => (LEXICAL_SQL, LEXICAL_RELAXED_SQL),
     };
-    let run = |sql: &'static str, text: String, rank: Option<Vec<String>>| async move {
+    // A relaxed step also takes its ranking budget and the terms it ranks
+    // against.
+    let run = |sql: &'static str, text: String, relaxed: Option<(i64, Vec<String>)>| async move {
         let mut extra: Vec<Typed> = vec![
             (&text, Type::TEXT),
             (&budget, Type::INT8),
             (&limit, Type::INT8),
         ];
-        if let Some(r) = rank.as_ref() {
-            extra.push((r, Type::TEXT_ARRAY));
+        if let Some((bound, terms)) = relaxed.as_ref() {
+            extra.push((bound, Type::INT8));
+            extra.push((terms, Type::TEXT_ARRAY));
         }
         let rows = db.query_typed(sql, &elig.typed(&extra)).await?;
         let matched: i64 = rows.first().map_or(0, |r| r.get(2));
@@ -815,6 +828,7 @@ pub async fn lexical_understood<C: GenericClient>(
     };
     // Strict: the query as written (websearch syntax: quotes, -negation, or).
     let (mut cands, mut matched) = run(strict_sql, query.to_string(), None).await?;
+    let mut most = 0;
     let mut mode = LexicalMode::Strict;
     let positive = lexical_terms(as_written).positive;
     if cands.is_empty() && positive.len() > 1 {
@@ -822,7 +836,10 @@ pub async fn lexical_understood<C: GenericClient>(
         let relax = Relaxation::of(db, &positive, budget, elig).await?;
         let enough = profile.lexical_enough.max(1) as usize;
         for (step_mode, tsquery) in relax.steps() {
-            let step = run(relaxed_sql, tsquery, Some(relax.present.clone()));
+            // Only a step any one term satisfies ranks within the budget.
+            let any_term = matches!(step_mode, LexicalMode::Backoff { required: 1, .. });
+            let bound = if any_term { rank_budget } else { 0 };
+            let step = run(relaxed_sql, tsquery, Some((bound, relax.present.clone())));
             let (step, step_matched) = step.await?;
             for c in step {
                 if !cands.iter().any(|(id, _)| *id == c.0) {
@@ -831,6 +848,9 @@ pub async fn lexical_understood<C: GenericClient>(
             }
             cands.truncate(limit.max(0) as usize);
             matched = step_matched;
+            if bound > 0 {
+                most = most.max(step_matched);
+            }
             mode = step_mode;
             if cands.len() >= enough {
                 break;
@@ -841,6 +861,7 @@ pub async fn lexical_understood<C: GenericClient>(
     let cut = matched >= budget;
     let mut result = ArmResult::ranked(cands, limit, cut, ArmMode::Lexical(mode), t);
     result.price_checked_on_rows = on_rows.then_some(true);
+    result.prescored_matches = (rank_budget > 0 && most > rank_budget).then_some(most);
     Ok(result)
 }
 

@@ -14,9 +14,13 @@
 -- not (2,000 matches of a 7-term query under a domain filter whose
 -- products hold 3 of the terms: 20 ms of ranking against 10; BENCHMARKS.md,
 -- "The back-off ranked against the terms its matches hold").
+-- Past the ranking budget (the service sets it for the steps any one term
+-- satisfies, 0 for the others), ts_rank against the same disjunction (the
+-- terms by field weight, an eighth of ts_rank_cd's cost a document)
+-- chooses which matches are ranked.
 -- $11 the step's tsquery (text), $12 the scoring budget, $13 the arm's
--- limit, $14 the ranking terms (each a term's tsquery text, in query
--- order).
+-- limit, $14 the ranking budget (0: none), $15 the ranking terms (each a
+-- term's tsquery text, in query order).
 -- Negated terms are excluded by the eligibility predicate ($10).
 WITH matched AS (
     SELECT pp.product_id, pp.document
@@ -41,16 +45,29 @@ WITH matched AS (
     SELECT t.i, t.q,
            (SELECT string_agg('''' || l.m[1] || '''', ' | ')
             FROM regexp_matches(t.q, '''((?:[^'']|'''')*)''', 'g') AS l (m))::tsquery AS lexemes
-    FROM unnest($14::text[]) WITH ORDINALITY AS t (q, i)
+    FROM unnest($15::text[]) WITH ORDINALITY AS t (q, i)
 ), ranking AS (
     SELECT coalesce(
                string_agg('(' || t.q || ')', ' | ' ORDER BY t.i)
                    FILTER (WHERE EXISTS (SELECT 1 FROM matched m WHERE m.document @@ t.lexemes)),
                string_agg('(' || t.q || ')', ' | ' ORDER BY t.i))::tsquery AS q
     FROM terms t
+), ranked AS (
+    -- Every match, when they are within the ranking budget (or it is 0);
+    -- otherwise the best of them by ts_rank. Each branch's condition holds
+    -- no column, so the branch not taken is skipped before it reads a row.
+    SELECT m.product_id, m.document
+    FROM matched m
+    WHERE $14::bigint = 0 OR (SELECT count(*) FROM matched) <= $14::bigint
+    UNION ALL
+    (SELECT m.product_id, m.document
+     FROM matched m
+     WHERE $14::bigint > 0 AND (SELECT count(*) FROM matched) > $14::bigint
+     ORDER BY ts_rank(m.document, (SELECT r.q FROM ranking r)) DESC, m.product_id
+     LIMIT $14::bigint)
 )
-SELECT m.product_id, ts_rank_cd(m.document, (SELECT r.q FROM ranking r), 32)::float8 AS score,
+SELECT k.product_id, ts_rank_cd(k.document, (SELECT r.q FROM ranking r), 32)::float8 AS score,
        (SELECT count(*) FROM matched) AS matched
-FROM matched m
-ORDER BY score DESC, m.product_id
+FROM ranked k
+ORDER BY score DESC, k.product_id
 LIMIT $13;
