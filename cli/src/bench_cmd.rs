@@ -1121,10 +1121,10 @@ async fn trigram_sweep(
 /// query runs under every value back to back (the order rotating query by
 /// query, so drift on a shared machine hits all alike). Reported per value
 /// and shape: the arm's latency overall and over the queries one of whose
-/// steps matched more than the smallest budget, and how many queries' score
-/// lists differ from ranking every match, over the first 10 and over the
-/// whole list. Ties make the ids of equal scores arbitrary, so the scores
-/// are compared.
+/// any-term steps matched more than the smallest budget, and how many
+/// queries' score lists differ from ranking every match, over the first 10
+/// and over the whole list. Ties make the ids of equal scores arbitrary, so
+/// the scores are compared.
 async fn rank_sweep(
     client: &mut tokio_postgres::Client,
     shapes: &ShapeBuilder,
