@@ -39,6 +39,8 @@ WITH matched AS (
       AND ($10::text[] IS NULL OR NOT EXISTS (
           SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
     LIMIT $12
+), counted AS (
+    SELECT count(*) AS n FROM matched
 ), terms AS MATERIALIZED (
     -- Each term, and the disjunction of its lexemes: the parts of a
     -- hyphenated word are operands of the query wherever they stand.
@@ -58,16 +60,16 @@ WITH matched AS (
     -- no column, so the branch not taken is skipped before it reads a row.
     SELECT m.product_id, m.document
     FROM matched m
-    WHERE $14::bigint = 0 OR (SELECT count(*) FROM matched) <= $14::bigint
+    WHERE $14::bigint = 0 OR (SELECT c.n FROM counted c) <= $14::bigint
     UNION ALL
     (SELECT m.product_id, m.document
      FROM matched m
-     WHERE $14::bigint > 0 AND (SELECT count(*) FROM matched) > $14::bigint
+     WHERE $14::bigint > 0 AND (SELECT c.n FROM counted c) > $14::bigint
      ORDER BY ts_rank(m.document, (SELECT r.q FROM ranking r)) DESC, m.product_id
      LIMIT $14::bigint)
 )
 SELECT k.product_id, ts_rank_cd(k.document, (SELECT r.q FROM ranking r), 32)::float8 AS score,
-       (SELECT count(*) FROM matched) AS matched
+       (SELECT c.n FROM counted c) AS matched
 FROM ranked k
 ORDER BY score DESC, k.product_id
 LIMIT $13;
