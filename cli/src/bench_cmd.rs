@@ -1156,6 +1156,8 @@ async fn rank_sweep(
                 .map(|r| r.expect("every value run"))
                 .collect();
             let reference = score_list(&got[0]);
+            let top = |l: &[i64]| l.iter().take(10).copied().collect::<Vec<_>>();
+            let reference_top = top(&reference);
             // A step matched more than the smallest budget ranks.
             let is_heavy = got[1].prescored_matches.is_some();
             heavy += usize::from(is_heavy);
@@ -1166,8 +1168,7 @@ async fn rank_sweep(
                 }
                 let list = score_list(r);
                 differ[v] += usize::from(list != reference);
-                let top = |l: &[i64]| l.iter().take(10).copied().collect::<Vec<_>>();
-                if top(&list) != top(&reference) {
+                if top(&list) != reference_top {
                     differ10[v] += 1;
                     differing[v].push(text.clone());
                 }
