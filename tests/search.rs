@@ -1658,7 +1658,7 @@ async fn analyzed<C: tokio_postgres::GenericClient>(
 /// What the text arms return for each of `queries` (the trigram arm with
 /// the words taken as spelled as the catalog spells them, and not), in one
 /// transaction that is rolled back; `forget`: with every price bound of the
-/// catalog's words unknown first.
+/// catalog's words and every lexeme's domains unknown first.
 async fn text_arms(
     c: &mut Client,
     queries: &[String],
@@ -1669,7 +1669,8 @@ async fn text_arms(
     let tx = c.transaction().await.unwrap();
     if forget {
         tx.batch_execute(
-            "UPDATE search.lexeme_stats SET min_price_cents = NULL, max_price_cents = NULL;
+            "UPDATE search.lexeme_stats
+                 SET min_price_cents = NULL, max_price_cents = NULL, domains = NULL;
              UPDATE search.vocabulary SET min_price_cents = NULL, max_price_cents = NULL",
         )
         .await
@@ -1808,6 +1809,189 @@ async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm(
             .iter()
             .any(|l| l.contains(": lexical Some(Lexical(Backoff")),
         "{with_bounds:#?}"
+    );
+}
+
+/// How many lexemes' domains miss a holder's domain (`exact`: that are
+/// not exactly their holders' domains), counted from the projection.
+async fn lexeme_domains_off(c: &Client, exact: bool) -> i64 {
+    let off = match exact {
+        true => "s.domains IS DISTINCT FROM t.domains",
+        false => "NOT (s.domains @> t.domains)",
+    };
+    let sql = format!(
+        "SELECT count(*) FROM (
+             SELECT u.lexeme, array_agg(DISTINCT pp.domain ORDER BY pp.domain) AS domains
+             FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
+             GROUP BY u.lexeme) t
+         LEFT JOIN search.lexeme_stats s ON s.lexeme = t.lexeme
+         WHERE s.lexeme IS NULL OR {off}"
+    );
+    c.query_one(&sql, &[]).await.unwrap().get(0)
+}
+
+#[tokio::test]
+async fn each_lexemes_domains_hold_every_holders_domain_through_imports() {
+    let db = TestDb::with_sample("term_domains").await;
+    let mut c = db.owner().await;
+    // A full refresh (the load) makes them exact.
+    assert_eq!(lexeme_domains_off(&c, true).await, 0);
+
+    // An import by difference moves a product to another domain: its
+    // lexemes now reach that domain too, and still the one it left.
+    let r = c
+        .query_one(
+            "SELECT p.product_id, p.domain,
+                    (SELECT min(o.domain) FROM catalog.products o WHERE o.domain <> p.domain)
+             FROM catalog.products p ORDER BY p.product_id LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (id, from, to): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+    let tx = c.transaction().await.unwrap();
+    tx.execute(
+        "UPDATE catalog.products SET domain = $2 WHERE product_id = $1",
+        &[&id, &to],
+    )
+    .await
+    .unwrap();
+    mosaic::catalog::load::refresh_projection(&tx, Some(std::slice::from_ref(&id)))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(lexeme_domains_off(&c, false).await, 0);
+    let missing: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection pp
+             CROSS JOIN LATERAL unnest(pp.document) u
+             JOIN search.lexeme_stats s ON s.lexeme = u.lexeme
+             WHERE pp.product_id = $1 AND NOT s.domains @> ARRAY[$2, $3]",
+            &[&id, &from, &to],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(missing, 0);
+    // Some lexeme only that product held in its old domain keeps it: the
+    // sets only widen by difference.
+    assert!(lexeme_domains_off(&c, true).await > 0);
+
+    // A full refresh makes them exact again.
+    let tx = c.transaction().await.unwrap();
+    mosaic::catalog::load::refresh_projection(&tx, None)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(lexeme_domains_off(&c, true).await, 0);
+}
+
+#[tokio::test]
+async fn a_word_no_product_of_the_filters_domain_holds_stands_in_and_changes_no_lexical_step() {
+    let db = TestDb::with_sample("domain_gate").await;
+    let mut c = db.owner().await;
+    let domain = first_domain(&c).await;
+    // Words spelled as their one lexeme, held only outside the domain, and
+    // words held in it.
+    let words = |inside: bool| {
+        let (c, domain) = (&c, domain.clone());
+        async move {
+            texts(
+                c,
+                "SELECT s.lexeme FROM search.lexeme_stats s
+                 WHERE s.docs BETWEEN 20 AND 500 AND ($2 = ($1 = ANY (s.domains)))
+                   AND tsvector_to_array(to_tsvector('english', s.lexeme)) = ARRAY[s.lexeme]
+                 ORDER BY s.docs DESC, s.lexeme LIMIT 3",
+                &[&domain, &inside],
+            )
+            .await
+        }
+    };
+    let (outside, inside) = (words(false).await, words(true).await);
+    assert_eq!(
+        (outside.len(), inside.len()),
+        (3, 3),
+        "{outside:?} {inside:?}"
+    );
+    let filters = Filters {
+        domain: Some(domain.clone()),
+        ..Filters::default()
+    };
+    let elig = Eligibility::new(&filters);
+    let profile = RetrievalProfile::default();
+
+    // The words held only elsewhere stand in every step; the others are
+    // their own tsquery, as without the filter.
+    let mut terms = outside.clone();
+    terms.extend(inside.iter().cloned());
+    let budget = profile.lexical_scan_budget;
+    let relax = arms::Relaxation::of(&c, &terms, budget, &elig)
+        .await
+        .unwrap();
+    let unfiltered =
+        arms::Relaxation::of(&c, &terms, budget, &Eligibility::new(&Filters::default()))
+            .await
+            .unwrap();
+    let stand_ins: Vec<&String> = relax
+        .present
+        .iter()
+        .filter(|t| t.contains(arms::NO_ELIGIBLE_HOLDER))
+        .collect();
+    assert_eq!(stand_ins.len(), 3, "{:?}", relax.present);
+    assert_eq!(relax.present[3..], unfiltered.present[3..]);
+    assert_eq!(
+        relax.steps().iter().map(|(m, _)| *m).collect::<Vec<_>>(),
+        unfiltered
+            .steps()
+            .iter()
+            .map(|(m, _)| *m)
+            .collect::<Vec<_>>()
+    );
+
+    // The strict step for a query that holds a word held elsewhere only
+    // reads nothing.
+    let (limit, strict) = (
+        profile.lexical_limit,
+        format!("{} {}", inside[0], outside[0]),
+    );
+    let plan = analyzed(
+        &c,
+        arms::LEXICAL_SQL,
+        &elig.typed(&[
+            (&strict, tokio_postgres::types::Type::TEXT),
+            (&budget, tokio_postgres::types::Type::INT8),
+            (&limit, tokio_postgres::types::Type::INT8),
+        ]),
+    )
+    .await;
+    let scans: Vec<&String> = plan
+        .iter()
+        .filter(|l| l.contains("on product_projection"))
+        .collect();
+    assert!(!scans.is_empty(), "{plan:#?}");
+    assert!(
+        scans.iter().all(|l| l.contains("never executed")),
+        "{plan:#?}"
+    );
+
+    // The arm finds exactly what it finds with the domains unknown (NULL:
+    // nothing stands in), for the words held elsewhere alone, beside the
+    // domain's words, and mixed.
+    let queries = [
+        outside.join(" "),
+        format!("{} {}", outside.join(" "), inside[0]),
+        format!("{} {} {}", inside[1], outside[0], inside[2]),
+        format!("{} {}", inside.join(" "), outside.join(" ")),
+    ];
+    let known = text_arms(&mut c, &queries, &elig, &profile, false).await;
+    let unknown = text_arms(&mut c, &queries, &elig, &profile, true).await;
+    assert_eq!(known, unknown);
+    // The relaxed steps served: the domain's words found their holders.
+    assert!(
+        known
+            .iter()
+            .any(|l| l.contains(": lexical Some(Lexical(Backoff") && !l.contains("[]")),
+        "{known:#?}"
     );
 }
 

@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(22, "0022_price_ceiling_graphs.sql"),
     migration!(23, "0023_price_ceiling_kept.sql"),
     migration!(24, "0024_domain_vectors.sql"),
+    migration!(25, "0025_term_domains.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

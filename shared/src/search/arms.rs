@@ -865,12 +865,12 @@ pub async fn lexical_understood<C: GenericClient>(
     Ok(result)
 }
 
-/// A term's tsquery text in a relaxed step when no product the price
-/// filter admits holds the term, followed by the term's place in the query
-/// ("'no eligible holder 2'"): a lexeme with spaces, which no document
-/// holds (the parser splits words at spaces), so the GIN index answers it
-/// from one empty entry; each term keeps a text of its own, as the steps
-/// tell terms apart by their text.
+/// A term's tsquery text in a relaxed step when no product the filters
+/// admit holds the term (by its holders' prices and domains), followed by
+/// the term's place in the query ("'no eligible holder 2'"): a lexeme with
+/// spaces, which no document holds (the parser splits words at spaces), so
+/// the GIN index answers it from one empty entry; each term keeps a text of
+/// its own, as the steps tell terms apart by their text.
 pub const NO_ELIGIBLE_HOLDER: &str = "no eligible holder";
 
 /// The terms the lexical arm's relaxed steps work with, each as its own
@@ -898,11 +898,15 @@ impl Relaxation {
     /// `budget` is the arm's scan budget (`lexical_scan_budget`).
     ///
     /// A term that no product `elig`'s price range admits holds (its
-    /// holders' price bounds, migration 0022) stands in every step as
-    /// a [`NO_ELIGIBLE_HOLDER`] lexeme, which no document holds: the steps, their
-    /// order and their modes are those of the catalog's counts, and each
-    /// step matches the same eligible products, but the index no longer
-    /// reads the term's holders only to find each one too dear.
+    /// holders' price bounds, migration 0022), or none of whose holders
+    /// lies in `elig`'s domain (its holders' domains, migration 0025),
+    /// stands in every step as a [`NO_ELIGIBLE_HOLDER`] lexeme, which no
+    /// document holds: the steps, their order and their modes are those of
+    /// the catalog's counts, and each step matches the same eligible
+    /// products, but the index no longer reads the term's holders only to
+    /// find each one too dear or in another domain, and a step that needs
+    /// more terms than the eligible products hold ends at the stand-ins'
+    /// empty entries.
     pub async fn of<C: GenericClient>(
         db: &C,
         positive: &[String],
@@ -910,7 +914,10 @@ impl Relaxation {
         elig: &Eligibility,
     ) -> Result<Relaxation, tokio_postgres::Error> {
         let rows = db
-            .query_typed(LEXICAL_TERMS_SQL, &[(&positive, Type::TEXT_ARRAY)])
+            .query_typed(
+                LEXICAL_TERMS_SQL,
+                &[(&positive, Type::TEXT_ARRAY), (&elig.domain, Type::TEXT)],
+            )
             .await?;
         struct Term {
             query: String,
@@ -925,13 +932,14 @@ impl Relaxation {
             let query: String = r.get(1);
             let (products, catalog): (i64, i64) = (r.get(2), r.get(3));
             let held = (r.get::<_, Option<i64>>(4), r.get::<_, Option<i64>>(5));
+            let in_domain: bool = r.get(6);
             if !query.is_empty() && !terms.iter().any(|t| t.query == query) {
                 terms.push(Term {
                     query,
                     products,
                     informative: products > 0 && products * 2 <= catalog,
                     code: super::understand::identifier_stem(&word).is_some(),
-                    held_eligible: elig.admits_some_price(held),
+                    held_eligible: elig.admits_some_price(held) && in_domain,
                 });
             }
         }

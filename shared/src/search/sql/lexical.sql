@@ -26,16 +26,18 @@ WITH matched AS (
       -- A query without "or" or negation needs every one of its lexemes
       -- (the quoted words of its tsquery; outside them, no '|' or '!').
       -- When the price filter admits no product holding one of them (the
-      -- holders' price bounds in search.lexeme_stats, migration 0022),
-      -- nothing eligible can match: this condition holds no column, so the
-      -- planner checks it once, before the scan, and skips the scan.
+      -- holders' price bounds in search.lexeme_stats, migration 0022), or
+      -- no holder of one lies in the domain filter's domain (the holders'
+      -- domains, migration 0025; NULL: unknown), nothing eligible can
+      -- match: this condition holds no column, so the planner checks it
+      -- once, before the scan, and skips the scan.
       AND NOT EXISTS (
           SELECT 1
           FROM (SELECT websearch_to_tsquery('english', $11)::text AS q) w
           CROSS JOIN LATERAL regexp_matches(w.q, '''((?:[^'']|'''')*)''', 'g') AS l (m)
           JOIN search.lexeme_stats s
             ON s.lexeme = replace(replace(l.m[1], '''''', ''''), '\\', '\')
-          WHERE (s.min_price_cents > $7 OR s.max_price_cents < $6)
+          WHERE (s.min_price_cents > $7 OR s.max_price_cents < $6 OR NOT $1 = ANY (s.domains))
             AND regexp_replace(w.q, '''(?:[^'']|'''')*''', '', 'g') !~ '[|!]')
     LIMIT $12
 )
