@@ -1,4 +1,4 @@
--- 0025: the domains each lexeme's holders lie in.
+-- 0025: the domains each lexeme's and each word's holders lie in.
 --
 -- Under a domain filter, the lexical arm's relaxed steps (at least k of
 -- the query's terms, then any one of them) searched the GIN index for
@@ -22,16 +22,24 @@
 -- without reading a posting list. The strict query skips its scan when
 -- one of the lexemes it needs has no holder in the domain (lexical.sql).
 --
--- The set is exact after a full refresh and only widens on a refresh by
+-- search.vocabulary keeps its words' domains the same way, for the trigram
+-- arm's perfect step: a category word the filter's domain lacks ("Air
+-- Purifier" among electronics) made that step scan the trigram index for
+-- the domain's products holding every trigram of "purifier", 20-50 ms at a
+-- million products, to find none; the step now skips its scan, as for a
+-- word the price filter prices out (trigram.sql).
+--
+-- Each set is exact after a full refresh and only widens on a refresh by
 -- difference, like the price bounds: a skipped term is always one no
--- product of the domain holds. A lexeme held in more than 32 domains keeps
--- none (NULL: unknown, nothing skipped), so that a catalog whose top-level
+-- product of the domain holds. A lexeme or word held in more than 32
+-- domains keeps none (NULL: unknown, nothing skipped), so that a catalog whose top-level
 -- taxonomy is wide stores no long lists for its common words; 32 is a
 -- bound on storage, not a tuning of results (a NULL set changes no step's
 -- matches).
 -- Running this file again changes nothing.
 
 ALTER TABLE search.lexeme_stats ADD COLUMN IF NOT EXISTS domains text[];
+ALTER TABLE search.vocabulary ADD COLUMN IF NOT EXISTS domains text[];
 
 -- The distinct domains of `domains`, sorted; NULL past 32 of them.
 CREATE OR REPLACE FUNCTION search.domain_set(domains text[]) RETURNS text[]
@@ -87,6 +95,43 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION search.refresh_lexeme_stats() FROM PUBLIC;
 
+
+CREATE OR REPLACE FUNCTION search.refresh_vocabulary() RETURNS bigint
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    LOCK TABLE search.vocabulary IN EXCLUSIVE MODE;
+    WITH by_domain AS (
+        SELECT w.word, pp.domain, count(*)::integer AS products,
+               min(pp.price_cents) AS min_price_cents, max(pp.price_cents) AS max_price_cents
+        FROM search.product_projection pp
+        CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
+        GROUP BY w.word, pp.domain
+    ), fresh AS (
+        SELECT b.word, sum(b.products)::integer AS products,
+               min(b.min_price_cents) AS min_price_cents, max(b.max_price_cents) AS max_price_cents,
+               CASE WHEN count(*) <= 32 THEN array_agg(b.domain ORDER BY b.domain) END AS domains
+        FROM by_domain b
+        GROUP BY b.word
+    ), gone AS (
+        DELETE FROM search.vocabulary v
+        WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.word = v.word)
+    )
+    INSERT INTO search.vocabulary AS v (word, products, min_price_cents, max_price_cents, domains)
+    SELECT f.word, f.products, f.min_price_cents, f.max_price_cents, f.domains FROM fresh f
+    ON CONFLICT (word) DO UPDATE SET products = EXCLUDED.products,
+        min_price_cents = EXCLUDED.min_price_cents, max_price_cents = EXCLUDED.max_price_cents,
+        domains = EXCLUDED.domains
+        WHERE (v.products, v.min_price_cents, v.max_price_cents, v.domains)
+              IS DISTINCT FROM (EXCLUDED.products, EXCLUDED.min_price_cents, EXCLUDED.max_price_cents,
+                                EXCLUDED.domains);
+    SELECT count(*) INTO n FROM search.vocabulary;
+    ANALYZE search.vocabulary;
+    RETURN n;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION search.refresh_vocabulary() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION search.refresh_products(only_ids text[] DEFAULT NULL)
     RETURNS bigint LANGUAGE plpgsql AS $$
@@ -185,24 +230,28 @@ BEGIN
     -- Vocabulary words, the same way.
     WITH delta AS (
         SELECT x.word, sum(x.holders)::integer AS holders,
-               min(x.price_cents) AS min_price_cents, max(x.price_cents) AS max_price_cents
-        FROM (SELECT o.word, -o.holders AS holders, NULL::bigint AS price_cents
+               min(x.price_cents) AS min_price_cents, max(x.price_cents) AS max_price_cents,
+               search.domain_set(coalesce(array_agg(x.domain) FILTER (WHERE x.domain IS NOT NULL),
+                                          '{}')) AS domains
+        FROM (SELECT o.word, -o.holders AS holders, NULL::bigint AS price_cents, NULL::text AS domain
               FROM unnest(old_words, old_holders) AS o (word, holders)
               UNION ALL
-              SELECT w.word, 1, pp.price_cents
+              SELECT w.word, 1, pp.price_cents, pp.domain
               FROM search.product_projection pp
               CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
               WHERE pp.product_id = ANY (only_ids)) x
         GROUP BY x.word
         HAVING sum(x.holders) <> 0 OR count(x.price_cents) > 0
     ), applied AS (
-        INSERT INTO search.vocabulary AS v (word, products, min_price_cents, max_price_cents)
-        SELECT d.word, d.holders, d.min_price_cents, d.max_price_cents FROM delta d
+        INSERT INTO search.vocabulary AS v (word, products, min_price_cents, max_price_cents, domains)
+        SELECT d.word, d.holders, d.min_price_cents, d.max_price_cents, d.domains FROM delta d
         ON CONFLICT (word) DO UPDATE SET products = v.products + EXCLUDED.products,
             min_price_cents = CASE WHEN v.min_price_cents IS NOT NULL
                 THEN least(v.min_price_cents, EXCLUDED.min_price_cents) END,
             max_price_cents = CASE WHEN v.max_price_cents IS NOT NULL
-                THEN greatest(v.max_price_cents, EXCLUDED.max_price_cents) END
+                THEN greatest(v.max_price_cents, EXCLUDED.max_price_cents) END,
+            domains = CASE WHEN v.domains IS NOT NULL AND EXCLUDED.domains IS NOT NULL
+                THEN search.domain_set(v.domains || EXCLUDED.domains) END
         RETURNING v.word, v.products
     )
     SELECT coalesce(array_agg(a.word), '{}') INTO emptied FROM applied a WHERE a.products <= 0;
@@ -233,3 +282,4 @@ REVOKE EXECUTE ON FUNCTION search.refresh_products(text[]) FROM PUBLIC;
 
 -- The sets are counted once, for the catalog as it stands.
 SELECT search.refresh_lexeme_stats();
+SELECT search.refresh_vocabulary();

@@ -1672,7 +1672,7 @@ fn assert_reads_no_product(plan: &[String]) {
 /// What the text arms return for each of `queries` (the trigram arm with
 /// the words taken as spelled as the catalog spells them, and not), in one
 /// transaction that is rolled back; `forget`: with every price bound of the
-/// catalog's words and every lexeme's domains unknown first.
+/// catalog's words and every domain set unknown first.
 async fn text_arms(
     c: &mut Client,
     queries: &[String],
@@ -1685,7 +1685,8 @@ async fn text_arms(
         tx.batch_execute(
             "UPDATE search.lexeme_stats
                  SET min_price_cents = NULL, max_price_cents = NULL, domains = NULL;
-             UPDATE search.vocabulary SET min_price_cents = NULL, max_price_cents = NULL",
+             UPDATE search.vocabulary
+                 SET min_price_cents = NULL, max_price_cents = NULL, domains = NULL",
         )
         .await
         .unwrap();
@@ -1818,14 +1819,15 @@ async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm(
     );
 }
 
-/// How many lexemes' domains miss a holder's domain (`exact`: that are
-/// not exactly their holders' domains), counted from the projection.
-async fn lexeme_domains_off(c: &Client, exact: bool) -> i64 {
+/// How many lexemes and how many vocabulary words have domains that miss
+/// a holder's domain (`exact`: that are not exactly their holders'
+/// domains), counted from the projection.
+async fn term_domains_off(c: &Client, exact: bool) -> (i64, i64) {
     let off = match exact {
         true => "s.domains IS DISTINCT FROM t.domains",
         false => "NOT (s.domains @> t.domains)",
     };
-    let sql = format!(
+    let lexemes = format!(
         "SELECT count(*) FROM (
              SELECT u.lexeme, array_agg(DISTINCT pp.domain ORDER BY pp.domain) AS domains
              FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
@@ -1833,15 +1835,25 @@ async fn lexeme_domains_off(c: &Client, exact: bool) -> i64 {
          LEFT JOIN search.lexeme_stats s ON s.lexeme = t.lexeme
          WHERE s.lexeme IS NULL OR {off}"
     );
-    c.query_one(&sql, &[]).await.unwrap().get(0)
+    let words = format!(
+        "SELECT count(*) FROM (
+             SELECT w.word, array_agg(DISTINCT pp.domain ORDER BY pp.domain) AS domains
+             FROM search.product_projection pp
+             CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
+             GROUP BY w.word) t
+         LEFT JOIN search.vocabulary s ON s.word = t.word
+         WHERE s.word IS NULL OR {off}"
+    );
+    let count = |sql: String| async move { c.query_one(&sql, &[]).await.unwrap().get::<_, i64>(0) };
+    (count(lexemes).await, count(words).await)
 }
 
 #[tokio::test]
-async fn each_lexemes_domains_hold_every_holders_domain_through_imports() {
+async fn each_terms_domains_hold_every_holders_domain_through_imports() {
     let db = TestDb::with_sample("term_domains").await;
     let mut c = db.owner().await;
     // A full refresh (the load) makes them exact.
-    assert_eq!(lexeme_domains_off(&c, true).await, 0);
+    assert_eq!(term_domains_off(&c, true).await, (0, 0));
 
     // An import by difference moves a product to another domain: its
     // lexemes now reach that domain too, and still the one it left.
@@ -1866,22 +1878,32 @@ async fn each_lexemes_domains_hold_every_holders_domain_through_imports() {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(lexeme_domains_off(&c, false).await, 0);
-    let missing: i64 = c
-        .query_one(
-            "SELECT count(*) FROM search.product_projection pp
-             CROSS JOIN LATERAL unnest(pp.document) u
-             JOIN search.lexeme_stats s ON s.lexeme = u.lexeme
-             WHERE pp.product_id = $1 AND NOT s.domains @> ARRAY[$2, $3]",
-            &[&id, &from, &to],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(missing, 0);
+    assert_eq!(term_domains_off(&c, false).await, (0, 0));
+    let missing = |sql: &'static str| {
+        let (c, id, from, to) = (&c, &id, &from, &to);
+        async move {
+            c.query_one(sql, &[id, from, to])
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    };
+    let lexemes = missing(
+        "SELECT count(*) FROM search.product_projection pp
+         CROSS JOIN LATERAL unnest(pp.document) u
+         JOIN search.lexeme_stats s ON s.lexeme = u.lexeme
+         WHERE pp.product_id = $1 AND NOT s.domains @> ARRAY[$2, $3]",
+    );
+    let words = missing(
+        "SELECT count(*) FROM search.product_projection pp
+         CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
+         JOIN search.vocabulary s ON s.word = w.word
+         WHERE pp.product_id = $1 AND NOT s.domains @> ARRAY[$2, $3]",
+    );
+    assert_eq!((lexemes.await, words.await), (0, 0));
     // Some lexeme only that product held in its old domain keeps it: the
     // sets only widen by difference.
-    assert!(lexeme_domains_off(&c, true).await > 0);
+    assert!(term_domains_off(&c, true).await.0 > 0);
 
     // A full refresh makes them exact again.
     let tx = c.transaction().await.unwrap();
@@ -1889,23 +1911,26 @@ async fn each_lexemes_domains_hold_every_holders_domain_through_imports() {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(lexeme_domains_off(&c, true).await, 0);
+    assert_eq!(term_domains_off(&c, true).await, (0, 0));
 }
 
 #[tokio::test]
-async fn a_word_no_product_of_the_filters_domain_holds_stands_in_and_changes_no_lexical_step() {
+async fn a_word_no_product_of_the_filters_domain_holds_is_never_looked_up_and_changes_no_text_arm()
+{
     let db = TestDb::with_sample("domain_gate").await;
     let mut c = db.owner().await;
     let domain = first_domain(&c).await;
-    // Words spelled as their one lexeme, held only outside the domain, and
-    // words held in it.
+    // Words spelled as their one lexeme, held only outside the domain (as
+    // lexemes and as vocabulary words), and words held in it.
     let words = |inside: bool| {
         let (c, domain) = (&c, domain.clone());
         async move {
             texts(
                 c,
                 "SELECT s.lexeme FROM search.lexeme_stats s
-                 WHERE s.docs BETWEEN 20 AND 500 AND ($2 = ($1 = ANY (s.domains)))
+                 JOIN search.vocabulary v ON v.word = s.lexeme
+                 WHERE s.docs BETWEEN 20 AND 500
+                   AND $2 = ($1 = ANY (s.domains)) AND $2 = ($1 = ANY (v.domains))
                    AND tsvector_to_array(to_tsvector('english', s.lexeme)) = ARRAY[s.lexeme]
                  ORDER BY s.docs DESC, s.lexeme LIMIT 3",
                 &[&domain, &inside],
@@ -1954,27 +1979,48 @@ async fn a_word_no_product_of_the_filters_domain_holds_stands_in_and_changes_no_
             .collect::<Vec<_>>()
     );
 
-    // The strict step for a query that holds a word held elsewhere only
-    // reads nothing.
-    let (limit, strict) = (
+    // The lexical arm's strict step and the trigram arm's perfect step for
+    // a query that holds a word held elsewhere only read nothing.
+    let (limit, query) = (
         profile.lexical_limit,
         format!("{} {}", inside[0], outside[0]),
     );
-    let plan = analyzed(
-        &c,
+    let tx = c.transaction().await.unwrap();
+    let strict = analyzed(
+        &tx,
         arms::LEXICAL_SQL,
         &elig.typed(&[
-            (&strict, tokio_postgres::types::Type::TEXT),
+            (&query, tokio_postgres::types::Type::TEXT),
             (&budget, tokio_postgres::types::Type::INT8),
             (&limit, tokio_postgres::types::Type::INT8),
         ]),
     )
     .await;
-    assert_reads_no_product(&plan);
+    tx.execute("SET LOCAL pg_trgm.word_similarity_threshold = 1", &[])
+        .await
+        .unwrap();
+    let perfect = analyzed(
+        &tx,
+        arms::TRIGRAM_SQL,
+        &elig.typed(&[
+            (&query, tokio_postgres::types::Type::TEXT),
+            (
+                &profile.trigram_scan_budget,
+                tokio_postgres::types::Type::INT8,
+            ),
+            (&query, tokio_postgres::types::Type::TEXT),
+        ]),
+    )
+    .await;
+    tx.rollback().await.unwrap();
+    for plan in [&strict, &perfect] {
+        assert_reads_no_product(plan);
+    }
 
-    // The arm finds exactly what it finds with the domains unknown (NULL:
-    // nothing stands in), for the words held elsewhere alone, beside the
-    // domain's words, and mixed.
+    // The text arms find exactly what they find with the domains unknown
+    // (NULL: nothing stands in or is skipped), for the words held elsewhere
+    // alone, beside the domain's words, and mixed, spelled as the catalog
+    // spells them or not.
     let queries = [
         outside.join(" "),
         format!("{} {}", outside.join(" "), inside[0]),

@@ -40,12 +40,14 @@ WHERE true
       -- At threshold 1 (the perfect step) a match holds every trigram of
       -- each word of $11, in practice the word itself. When the price
       -- filter admits no product holding one of those words (the holders'
-      -- price bounds in search.vocabulary, migration 0022), nothing
-      -- eligible can match: this condition holds no column, so the planner
-      -- checks it once, before the scan, and skips the scan.
+      -- price bounds in search.vocabulary, migration 0022), or no holder of
+      -- one lies in the domain filter's domain (the holders' domains,
+      -- migration 0025; NULL: unknown), nothing eligible can match: this
+      -- condition holds no column, so the planner checks it once, before
+      -- the scan, and skips the scan.
       AND NOT EXISTS (
           SELECT 1 FROM search.vocabulary v
           WHERE current_setting('pg_trgm.word_similarity_threshold', true)::float8 >= 1
             AND v.word = ANY (regexp_split_to_array(lower($11::text), '[^[:alnum:]]+'))
-            AND (v.min_price_cents > $7 OR v.max_price_cents < $6))
+            AND (v.min_price_cents > $7 OR v.max_price_cents < $6 OR NOT $1 = ANY (v.domains)))
 LIMIT $12;
