@@ -1669,6 +1669,50 @@ fn assert_reads_no_product(plan: &[String]) {
     );
 }
 
+/// Asserts that neither the lexical arm's strict step nor the trigram
+/// arm's perfect step runs a scan of the projection for `query` under
+/// `elig` (in a transaction that is rolled back).
+async fn assert_first_steps_read_no_product(
+    c: &mut Client,
+    query: &str,
+    elig: &Eligibility,
+    profile: &RetrievalProfile,
+) {
+    let query = query.to_string();
+    let tx = c.transaction().await.unwrap();
+    let (budget, limit) = (profile.lexical_scan_budget, profile.lexical_limit);
+    let strict = analyzed(
+        &tx,
+        arms::LEXICAL_SQL,
+        &elig.typed(&[
+            (&query, tokio_postgres::types::Type::TEXT),
+            (&budget, tokio_postgres::types::Type::INT8),
+            (&limit, tokio_postgres::types::Type::INT8),
+        ]),
+    )
+    .await;
+    tx.execute("SET LOCAL pg_trgm.word_similarity_threshold = 1", &[])
+        .await
+        .unwrap();
+    let perfect = analyzed(
+        &tx,
+        arms::TRIGRAM_SQL,
+        &elig.typed(&[
+            (&query, tokio_postgres::types::Type::TEXT),
+            (
+                &profile.trigram_scan_budget,
+                tokio_postgres::types::Type::INT8,
+            ),
+            (&query, tokio_postgres::types::Type::TEXT),
+        ]),
+    )
+    .await;
+    tx.rollback().await.unwrap();
+    for plan in [&strict, &perfect] {
+        assert_reads_no_product(plan);
+    }
+}
+
 /// What the text arms return for each of `queries` (the trigram arm with
 /// the words taken as spelled as the catalog spells them, and not), in one
 /// transaction that is rolled back; `forget`: with every price bound of the
@@ -1765,38 +1809,7 @@ async fn a_word_no_eligible_product_holds_is_never_looked_up_and_changes_no_arm(
     let profile = RetrievalProfile::default();
 
     // Neither text arm's statement reads the projection for the word alone.
-    let tx = c.transaction().await.unwrap();
-    let (budget, limit) = (profile.lexical_scan_budget, profile.lexical_limit);
-    let lexical = analyzed(
-        &tx,
-        arms::LEXICAL_SQL,
-        &elig.typed(&[
-            (&word, tokio_postgres::types::Type::TEXT),
-            (&budget, tokio_postgres::types::Type::INT8),
-            (&limit, tokio_postgres::types::Type::INT8),
-        ]),
-    )
-    .await;
-    tx.execute("SET LOCAL pg_trgm.word_similarity_threshold = 1", &[])
-        .await
-        .unwrap();
-    let trigram = analyzed(
-        &tx,
-        arms::TRIGRAM_SQL,
-        &elig.typed(&[
-            (&word, tokio_postgres::types::Type::TEXT),
-            (
-                &profile.trigram_scan_budget,
-                tokio_postgres::types::Type::INT8,
-            ),
-            (&word, tokio_postgres::types::Type::TEXT),
-        ]),
-    )
-    .await;
-    tx.rollback().await.unwrap();
-    for plan in [&lexical, &trigram] {
-        assert_reads_no_product(plan);
-    }
+    assert_first_steps_read_no_product(&mut c, &word, &elig, &profile).await;
 
     // The arms find exactly what they find with the bounds unknown (NULL:
     // no step skipped), the word alone and beside a word cheaper products
@@ -1981,41 +1994,8 @@ async fn a_word_no_product_of_the_filters_domain_holds_is_never_looked_up_and_ch
 
     // The lexical arm's strict step and the trigram arm's perfect step for
     // a query that holds a word held elsewhere only read nothing.
-    let (limit, query) = (
-        profile.lexical_limit,
-        format!("{} {}", inside[0], outside[0]),
-    );
-    let tx = c.transaction().await.unwrap();
-    let strict = analyzed(
-        &tx,
-        arms::LEXICAL_SQL,
-        &elig.typed(&[
-            (&query, tokio_postgres::types::Type::TEXT),
-            (&budget, tokio_postgres::types::Type::INT8),
-            (&limit, tokio_postgres::types::Type::INT8),
-        ]),
-    )
-    .await;
-    tx.execute("SET LOCAL pg_trgm.word_similarity_threshold = 1", &[])
-        .await
-        .unwrap();
-    let perfect = analyzed(
-        &tx,
-        arms::TRIGRAM_SQL,
-        &elig.typed(&[
-            (&query, tokio_postgres::types::Type::TEXT),
-            (
-                &profile.trigram_scan_budget,
-                tokio_postgres::types::Type::INT8,
-            ),
-            (&query, tokio_postgres::types::Type::TEXT),
-        ]),
-    )
-    .await;
-    tx.rollback().await.unwrap();
-    for plan in [&strict, &perfect] {
-        assert_reads_no_product(plan);
-    }
+    let query = format!("{} {}", inside[0], outside[0]);
+    assert_first_steps_read_no_product(&mut c, &query, &elig, &profile).await;
 
     // The text arms find exactly what they find with the domains unknown
     // (NULL: nothing stands in or is skipped), for the words held elsewhere
