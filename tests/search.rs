@@ -1553,19 +1553,14 @@ async fn the_cheaper_half_of_the_catalog_gets_a_graph_and_a_maximum_price_under_
     assert_eq!(price_indexes(&c).await, Vec::<String>::new());
 }
 
-/// How many lexemes and how many vocabulary words have price bounds that
-/// miss a holder's price (`exact`: that are not exactly the lowest and
-/// highest price of their holders), counted from the projection itself.
-async fn price_bounds_off(c: &Client, exact: bool) -> (i64, i64) {
-    let off = match exact {
-        true => {
-            "s.min_price_cents IS DISTINCT FROM t.lo OR s.max_price_cents IS DISTINCT FROM t.hi"
-        }
-        false => "NOT (s.min_price_cents <= t.lo AND s.max_price_cents >= t.hi)",
-    };
+/// How many lexemes and how many vocabulary words fail `off`, a condition
+/// on their statistics row `s` against `t`: what `holders` (aggregates over
+/// each term's holders `pp`) computes from the projection itself. A term
+/// missing from its table fails.
+async fn terms_off(c: &Client, holders: &str, off: &str) -> (i64, i64) {
     let lexemes = format!(
         "SELECT count(*) FROM (
-             SELECT u.lexeme, min(pp.price_cents) AS lo, max(pp.price_cents) AS hi
+             SELECT u.lexeme, {holders}
              FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
              GROUP BY u.lexeme) t
          LEFT JOIN search.lexeme_stats s ON s.lexeme = t.lexeme
@@ -1573,7 +1568,7 @@ async fn price_bounds_off(c: &Client, exact: bool) -> (i64, i64) {
     );
     let words = format!(
         "SELECT count(*) FROM (
-             SELECT w.word, min(pp.price_cents) AS lo, max(pp.price_cents) AS hi
+             SELECT w.word, {holders}
              FROM search.product_projection pp
              CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
              GROUP BY w.word) t
@@ -1587,6 +1582,47 @@ async fn price_bounds_off(c: &Client, exact: bool) -> (i64, i64) {
             .get::<_, i64>(0)
     };
     (count(lexemes).await, count(words).await)
+}
+
+/// How many lexemes and how many vocabulary words have price bounds that
+/// miss a holder's price (`exact`: that are not exactly the lowest and
+/// highest price of their holders), counted from the projection itself.
+async fn price_bounds_off(c: &Client, exact: bool) -> (i64, i64) {
+    let off = match exact {
+        true => {
+            "s.min_price_cents IS DISTINCT FROM t.lo OR s.max_price_cents IS DISTINCT FROM t.hi"
+        }
+        false => "NOT (s.min_price_cents <= t.lo AND s.max_price_cents >= t.hi)",
+    };
+    let holders = "min(pp.price_cents) AS lo, max(pp.price_cents) AS hi";
+    terms_off(c, holders, off).await
+}
+
+/// Sets product `id`'s catalog row with `update` ($1 the id, $2 `value`)
+/// and refreshes its projection by difference, as an import of it does, in
+/// one transaction.
+async fn import_change(
+    c: &mut Client,
+    id: &str,
+    update: &str,
+    value: &(dyn tokio_postgres::types::ToSql + Sync),
+) {
+    let tx = c.transaction().await.unwrap();
+    tx.execute(update, &[&id, value]).await.unwrap();
+    mosaic::catalog::load::refresh_projection(&tx, Some(&[id.to_string()]))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// Refreshes the whole projection and what is derived from it, as a load
+/// does.
+async fn refresh_everything(c: &mut Client) {
+    let tx = c.transaction().await.unwrap();
+    mosaic::catalog::load::refresh_projection(&tx, None)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
 }
 
 #[tokio::test]
@@ -1610,17 +1646,8 @@ async fn each_words_price_bounds_hold_every_holder_through_imports() {
     // An import by difference: the product made cheaper than any, then
     // dearer than any.
     for price in [1i64, 1_000_000_000] {
-        let tx = c.transaction().await.unwrap();
-        tx.execute(
-            "UPDATE catalog.products SET price_cents = $2 WHERE product_id = $1",
-            &[&id, &price],
-        )
-        .await
-        .unwrap();
-        mosaic::catalog::load::refresh_projection(&tx, Some(std::slice::from_ref(&id)))
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
+        let update = "UPDATE catalog.products SET price_cents = $2 WHERE product_id = $1";
+        import_change(&mut c, &id, update, &price).await;
         assert_eq!(price_bounds_off(&c, false).await, (0, 0), "at {price}");
     }
     // Bounds only widen by difference: no product costs 1 cent any more,
@@ -1633,11 +1660,7 @@ async fn each_words_price_bounds_hold_every_holder_through_imports() {
     assert!(price_bounds_off(&c, true).await != (0, 0));
 
     // A full refresh makes them exact again.
-    let tx = c.transaction().await.unwrap();
-    mosaic::catalog::load::refresh_projection(&tx, None)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    refresh_everything(&mut c).await;
     assert_eq!(price_bounds_off(&c, true).await, (0, 0));
 }
 
@@ -1840,25 +1863,8 @@ async fn term_domains_off(c: &Client, exact: bool) -> (i64, i64) {
         true => "s.domains IS DISTINCT FROM t.domains",
         false => "NOT (s.domains @> t.domains)",
     };
-    let lexemes = format!(
-        "SELECT count(*) FROM (
-             SELECT u.lexeme, array_agg(DISTINCT pp.domain ORDER BY pp.domain) AS domains
-             FROM search.product_projection pp CROSS JOIN LATERAL unnest(pp.document) u
-             GROUP BY u.lexeme) t
-         LEFT JOIN search.lexeme_stats s ON s.lexeme = t.lexeme
-         WHERE s.lexeme IS NULL OR {off}"
-    );
-    let words = format!(
-        "SELECT count(*) FROM (
-             SELECT w.word, array_agg(DISTINCT pp.domain ORDER BY pp.domain) AS domains
-             FROM search.product_projection pp
-             CROSS JOIN LATERAL search.vocabulary_words(pp.identity_text, pp.embedding_text) AS w (word)
-             GROUP BY w.word) t
-         LEFT JOIN search.vocabulary s ON s.word = t.word
-         WHERE s.word IS NULL OR {off}"
-    );
-    let count = |sql: String| async move { c.query_one(&sql, &[]).await.unwrap().get::<_, i64>(0) };
-    (count(lexemes).await, count(words).await)
+    let holders = "array_agg(DISTINCT pp.domain ORDER BY pp.domain) AS domains";
+    terms_off(c, holders, off).await
 }
 
 #[tokio::test]
@@ -1880,17 +1886,8 @@ async fn each_terms_domains_hold_every_holders_domain_through_imports() {
         .await
         .unwrap();
     let (id, from, to): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-    let tx = c.transaction().await.unwrap();
-    tx.execute(
-        "UPDATE catalog.products SET domain = $2 WHERE product_id = $1",
-        &[&id, &to],
-    )
-    .await
-    .unwrap();
-    mosaic::catalog::load::refresh_projection(&tx, Some(std::slice::from_ref(&id)))
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let update = "UPDATE catalog.products SET domain = $2 WHERE product_id = $1";
+    import_change(&mut c, &id, update, &to).await;
     assert_eq!(term_domains_off(&c, false).await, (0, 0));
     let missing = |sql: &'static str| {
         let (c, id, from, to) = (&c, &id, &from, &to);
@@ -1919,11 +1916,7 @@ async fn each_terms_domains_hold_every_holders_domain_through_imports() {
     assert!(term_domains_off(&c, true).await.0 > 0);
 
     // A full refresh makes them exact again.
-    let tx = c.transaction().await.unwrap();
-    mosaic::catalog::load::refresh_projection(&tx, None)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    refresh_everything(&mut c).await;
     assert_eq!(term_domains_off(&c, true).await, (0, 0));
 }
 
