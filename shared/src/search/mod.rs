@@ -20,23 +20,30 @@
 //!    the answer leaves; if that fails, nothing is served (503).
 //!
 //! `pipeline` runs them as one call per stage: `candidates` (2–5, with
-//! `metadata_only` and `pool_of`), `hydrate` (the pool's catalog fields),
-//! `rerank_stage` (6), `grant` (7), `persist` (8) and `respond`.
+//! `metadata_only` and `pool_of`), `hydrate` (the pool's catalog fields,
+//! [`hydration`]), `rerank_stage` (6), `grant` (7), `persist` (8) and
+//! `respond` (the answer, whose types are in [`response`]).
 
 pub mod arms;
 pub mod bounds;
 pub mod fusion;
+mod hydration;
 mod lanes;
-use crate::receipt::{self, EventRecord, ReplayOf};
 pub mod request;
+mod response;
 pub mod trgm;
 pub mod understand;
 
+use hydration::{hydrate, reads_catalog, Hydrated, ProductRow};
 pub use request::{Filters, SearchRequest, Shape};
+pub use response::{
+    Diagnostics, RerankStatus, SearchResponse, SearchResult, SignalOut, Signals, Source, Strategy,
+};
 
 use crate::context::{Ctx, Principal};
 use crate::embed::EmbedKind;
 use crate::error::Error;
+use crate::receipt::{self, EventRecord, ReplayOf};
 use crate::rerank;
 use arms::{ArmResults, Eligibility};
 use fusion::{Arm, ArmSignal};
@@ -46,303 +53,6 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tokio_postgres::types::Type;
 use uuid::Uuid;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    ExactIdentifier,
-    MetadataOnly,
-    Hybrid,
-}
-
-impl Strategy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::ExactIdentifier => "exact_identifier",
-            Strategy::MetadataOnly => "metadata_only",
-            Strategy::Hybrid => "hybrid",
-        }
-    }
-}
-
-/// What the rerank stage did; stored in the receipt as its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RerankStatus {
-    /// The pool was reordered by the reranker's scores.
-    Reranked,
-    /// The reranker failed or passed its deadline: the fused order stands.
-    FallbackFused,
-    /// A metadata-only search has no query to rerank by.
-    SkippedMetadataOnly,
-    /// The request (or an evaluation variant) turned the stage off.
-    SkippedByRequest,
-    /// Nothing to rerank.
-    SkippedEmptyPool,
-    /// No reranker is configured.
-    SkippedNoReranker,
-}
-
-impl RerankStatus {
-    pub const ALL: [RerankStatus; 6] = [
-        RerankStatus::Reranked,
-        RerankStatus::FallbackFused,
-        RerankStatus::SkippedMetadataOnly,
-        RerankStatus::SkippedByRequest,
-        RerankStatus::SkippedEmptyPool,
-        RerankStatus::SkippedNoReranker,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RerankStatus::Reranked => "reranked",
-            RerankStatus::FallbackFused => "fallback_fused",
-            RerankStatus::SkippedMetadataOnly => "skipped_metadata_only",
-            RerankStatus::SkippedByRequest => "skipped_by_request",
-            RerankStatus::SkippedEmptyPool => "skipped_empty_pool",
-            RerankStatus::SkippedNoReranker => "skipped_no_reranker",
-        }
-    }
-
-    /// The status a receipt recorded by name.
-    pub fn from_name(name: &str) -> Option<RerankStatus> {
-        Self::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-}
-
-/// Read back from a receipt's `rerank_status` column (text).
-impl<'a> tokio_postgres::types::FromSql<'a> for RerankStatus {
-    fn from_sql(
-        ty: &tokio_postgres::types::Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        let name = <&str as tokio_postgres::types::FromSql>::from_sql(ty, raw)?;
-        RerankStatus::from_name(name)
-            .ok_or_else(|| format!("unknown rerank status {name:?}").into())
-    }
-
-    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
-        <&str as tokio_postgres::types::FromSql>::accepts(ty)
-    }
-}
-
-impl std::fmt::Display for RerankStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Per-arm rank and score of one result.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Signals {
-    pub lexical: Option<SignalOut>,
-    pub trigram: Option<SignalOut>,
-    pub semantic: Option<SignalOut>,
-    pub rrf_score: Option<f64>,
-    /// Rank in the fused pool (pool rank space, 1..pool size).
-    pub pre_rerank_rank: i32,
-    pub rerank_score: Option<f64>,
-    /// How many of the query's stated bounds it broke and kept, when they
-    /// ordered the pool.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bounds: Option<bounds::Standing>,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct SignalOut {
-    pub rank: i32,
-    pub score: f64,
-}
-
-impl From<ArmSignal> for SignalOut {
-    fn from(s: ArmSignal) -> Self {
-        SignalOut {
-            rank: s.rank,
-            score: s.score,
-        }
-    }
-}
-
-/// Where a product's fields come from: its source and the catalog revision
-/// they were read at.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Source {
-    pub uri: String,
-    pub revision: i32,
-}
-
-/// One served result.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SearchResult {
-    /// Served rank (window rank space, 1..limit).
-    pub rank: i32,
-    pub product_id: String,
-    pub sku: String,
-    pub model: String,
-    pub brand: String,
-    pub title: String,
-    pub domain: String,
-    pub category_key: String,
-    pub price_cents: i64,
-    pub currency: String,
-    /// Average rating, rounded to two decimals.
-    pub rating: Option<f64>,
-    pub availability: String,
-    pub attributes: Map<String, Value>,
-    /// Whether evidence and comparison are allowed for this product.
-    pub granted: bool,
-    /// Relevance: the rerank score when reranked, else the RRF score; null
-    /// for metadata-only results, which matched a filter, not a query.
-    pub score: Option<f64>,
-    /// `exact_identifier`, `filter`, or the arms that found it (`lexical+semantic`).
-    pub match_reason: String,
-    pub exact_match: bool,
-    pub signals: Signals,
-    pub source: Source,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Diagnostics {
-    pub strategy: Strategy,
-    pub arms: ArmResults,
-    pub semantic_route: Option<String>,
-    pub eligible_estimate: Option<i64>,
-    pub pool_size: usize,
-    pub rerank_status: RerankStatus,
-    pub models: Value,
-    pub timings_ms: BTreeMap<&'static str, f64>,
-    pub warnings: Vec<String>,
-    /// What query understanding did (corrections, identifiers); absent for
-    /// a filters-only search.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub query_understanding: Option<understand::Understanding>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResponse {
-    pub search_event_id: Uuid,
-    pub strategy: Strategy,
-    pub normalized_query: Option<String>,
-    pub applied_filters: Filters,
-    pub limit: i64,
-    pub authorized_limit: i64,
-    pub results: Vec<SearchResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<Diagnostics>,
-}
-
-/// A product's catalog fields, read once for the pool.
-#[derive(Debug, Clone)]
-struct ProductRow {
-    sku: String,
-    model: String,
-    brand: String,
-    title: String,
-    domain: String,
-    category_key: String,
-    description: String,
-    price_cents: i64,
-    currency: String,
-    rating: Option<f32>,
-    availability: String,
-    attributes: Map<String, Value>,
-    source_uri: String,
-    revision: i32,
-    /// The projection's lexical document (`tsvector` as text), when the
-    /// reranker scores from the catalog.
-    document: Option<String>,
-}
-
-impl ProductRow {
-    /// The rating as a result shows it, rounded to two decimals (a stated
-    /// bound compares this one).
-    fn shown_rating(&self) -> Option<f64> {
-        self.rating.map(|r| (f64::from(r) * 100.0).round() / 100.0)
-    }
-
-    /// A row of `sql/hydrate.sql`.
-    fn from_row(r: &tokio_postgres::Row) -> Self {
-        let attributes = match r.get::<_, Value>(12) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        ProductRow {
-            sku: r.get(1),
-            model: r.get(2),
-            brand: r.get(3),
-            title: r.get(4),
-            domain: r.get(5),
-            category_key: r.get(6),
-            description: r.get(7),
-            price_cents: r.get(8),
-            currency: r.get(9),
-            rating: r.get(10),
-            availability: r.get(11),
-            attributes,
-            source_uri: r.get(13),
-            revision: r.get(14),
-            document: r.get(15),
-        }
-    }
-
-    /// The pool member as a reranker that reads `reads` sees it.
-    fn rerank_candidate(&self, reads: rerank::Reads) -> rerank::Candidate {
-        rerank::Candidate {
-            text: match reads {
-                rerank::Reads::Text => self.rerank_text(),
-                rerank::Reads::Catalog => String::new(),
-            },
-            identity_text: format!("{} {} {} {}", self.title, self.brand, self.model, self.sku),
-            identifiers: vec![
-                self.model.clone(),
-                self.sku.clone(),
-                format!("{} {}", self.brand, self.model),
-            ],
-            lexemes: self
-                .document
-                .as_deref()
-                .map(rerank::parse_tsvector)
-                .unwrap_or_default(),
-        }
-    }
-
-    /// What the reranker reads: identity, taxonomy, attributes, description.
-    fn rerank_text(&self) -> String {
-        // A false flag is left out: "noise cancelling: false" must not
-        // read as a match for "noise cancelling".
-        let attrs: Vec<String> = self
-            .attributes
-            .iter()
-            .filter_map(|(k, v)| {
-                let key = k.replace('_', " ");
-                match v {
-                    Value::Bool(true) => Some(key),
-                    Value::Bool(false) => None,
-                    Value::String(s) => Some(format!("{key}: {s}")),
-                    Value::Array(items) => Some(format!(
-                        "{key}: {}",
-                        items
-                            .iter()
-                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                    other => Some(format!("{key}: {other}")),
-                }
-            })
-            .collect();
-        format!(
-            "{}. {} {} {}. {}. {}. {}",
-            self.title,
-            self.brand,
-            self.model,
-            self.sku,
-            self.category_key.replace('_', " "),
-            attrs.join("; "),
-            self.description
-        )
-    }
-}
 
 /// One pool member as it moves through the pipeline.
 #[derive(Debug, Clone)]
@@ -511,14 +221,6 @@ struct Candidates {
     members: Vec<Member>,
     /// The arms' extra lanes, to be committed ([`lanes::finish`]).
     spare: Vec<crate::db::Conn>,
-}
-
-/// The pool with its catalog fields, and the query's lexeme statistics
-/// when the reranker scores from the catalog.
-struct Hydrated {
-    members: Vec<Member>,
-    products: BTreeMap<String, ProductRow>,
-    lexeme_rows: Vec<tokio_postgres::Row>,
 }
 
 /// The pipeline of the module comment, one stage per call; `replay` names
@@ -706,81 +408,6 @@ fn pool_of(exact_ids: &[String], fused: Vec<fusion::Fused>, size: usize) -> Vec<
         m.final_rank = m.pre_rerank_rank;
     }
     members
-}
-
-/// Whether the rerank stage will run with a reranker that scores from the
-/// catalog (the local one), so that hydration reads what it needs.
-fn reads_catalog(ctx: &Ctx, rerank_query: Option<&str>, members: &[Member]) -> bool {
-    rerank_query.is_some()
-        && !members.is_empty()
-        && ctx
-            .reranker
-            .as_ref()
-            .is_some_and(|r| r.reads() == rerank::Reads::Catalog)
-}
-
-/// What [`hydrate`] gives back, with how long it took.
-struct HydrateOutcome {
-    hydrated: Hydrated,
-    ms: f64,
-}
-
-/// The pool's catalog fields, and the rerank stage's catalog statistics for
-/// the query's lexemes, read in the read-only transaction the candidates
-/// left open on `client` (bounded by its `statement_timeout`), which this
-/// ends: the reranker itself touches no connection. Members whose product
-/// is gone are dropped.
-async fn hydrate(
-    client: &mut tokio_postgres::Client,
-    mut members: Vec<Member>,
-    positive: Option<&str>,
-    reads_catalog: bool,
-) -> Result<HydrateOutcome, Error> {
-    let t = Instant::now();
-    let ids: Vec<String> = members.iter().map(|m| m.product_id.clone()).collect();
-    // One round trip: the reads and the commit go out together
-    // (`tokio::try_join!` sends them in order; see `db::begin`).
-    let client = &*client;
-    let lexemes = async {
-        match (positive, reads_catalog) {
-            (Some(p), true) => {
-                client
-                    .query_typed(include_str!("sql/query_lexemes.sql"), &[(&p, Type::TEXT)])
-                    .await
-            }
-            _ => Ok(Vec::new()),
-        }
-    };
-    let params = [
-        (
-            &ids as &(dyn tokio_postgres::types::ToSql + Sync),
-            Type::TEXT_ARRAY,
-        ),
-        (&reads_catalog, Type::BOOL),
-    ];
-    let (rows, lexeme_rows, _) = tokio::try_join!(
-        client.query_typed(include_str!("sql/hydrate.sql"), &params),
-        lexemes,
-        crate::db::commit(client),
-    )?;
-    let products: BTreeMap<String, ProductRow> = rows
-        .iter()
-        .map(|r| (r.get(0), ProductRow::from_row(r)))
-        .collect();
-    members.retain(|m| products.contains_key(&m.product_id));
-    for m in &mut members {
-        let p = &products[&m.product_id];
-        m.source_uri = p.source_uri.clone();
-        m.source_revision = p.revision;
-    }
-    Ok(HydrateOutcome {
-        hydrated: Hydrated {
-            members,
-            products,
-            lexeme_rows,
-        },
-        ms: arms::ms_since(t),
-    })
 }
 
 /// Stage 6: the rerank under its deadline. `query` is what the reranker
@@ -1049,49 +676,6 @@ fn respond(
         authorized_limit: req.authorized_limit,
         results,
         diagnostics,
-    }
-}
-
-impl SearchResult {
-    /// A served member with its catalog fields.
-    fn of(m: &Member, p: &ProductRow, strategy: Strategy) -> SearchResult {
-        let score = match strategy {
-            Strategy::MetadataOnly => None,
-            _ => m.rerank_score.or(m.rrf_score),
-        };
-        let signal = |arm: Arm| m.signals[arm as usize].map(Into::into);
-        SearchResult {
-            rank: m.final_rank,
-            product_id: m.product_id.clone(),
-            sku: p.sku.clone(),
-            model: p.model.clone(),
-            brand: p.brand.clone(),
-            title: p.title.clone(),
-            domain: p.domain.clone(),
-            category_key: p.category_key.clone(),
-            price_cents: p.price_cents,
-            currency: p.currency.clone(),
-            rating: p.shown_rating(),
-            availability: p.availability.clone(),
-            attributes: p.attributes.clone(),
-            granted: m.granted,
-            score,
-            match_reason: m.match_reason.clone(),
-            exact_match: m.exact_match,
-            signals: Signals {
-                lexical: signal(Arm::Lexical),
-                trigram: signal(Arm::Trigram),
-                semantic: signal(Arm::Semantic),
-                rrf_score: m.rrf_score,
-                pre_rerank_rank: m.pre_rerank_rank,
-                rerank_score: m.rerank_score,
-                bounds: m.bounds,
-            },
-            source: Source {
-                uri: p.source_uri.clone(),
-                revision: p.revision,
-            },
-        }
     }
 }
 
