@@ -300,28 +300,8 @@ impl std::ops::Index<Arm> for ArmResults {
 
 impl ArmResult {
     pub fn skipped(limit: i64, why: SkipReason) -> Self {
-        ArmResult {
-            candidates: Vec::new(),
-            returned: 0,
-            limit,
-            verdict: Verdict::Skipped,
-            mode: Some(ArmMode::Skipped(why)),
-            eligible_estimate: None,
-            identifier_family: None,
-            domain_walks: None,
-            walks_connection: None,
-            family_connection: None,
-            half_connection: None,
-            matched_codes: None,
-            read_chars: None,
-            price_checked_on_rows: None,
-            prescored_matches: None,
-            connection: None,
-            pool: None,
-            catalog_rows: None,
-            family_on_walks: false,
-            ms: 0.0,
-        }
+        let mode = Some(ArmMode::Skipped(why));
+        Self::new(Vec::new(), limit, Verdict::Skipped, mode, 0.0)
     }
 
     /// An arm that ranked `candidates` since `started`; `budget_cut` when it
