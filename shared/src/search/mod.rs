@@ -21,8 +21,8 @@
 //!
 //! `pipeline` runs them as one call per stage: `candidates` (2–5, with
 //! `metadata_only` and `pool_of`), `hydrate` (the pool's catalog fields,
-//! [`hydration`]), `rerank_stage` (6), `grant` (7), `persist` (8) and
-//! `respond` (the answer, whose types are in [`response`]).
+//! `hydration.rs`), `rerank_stage` (6), `grant` (7), `persist` (8) and
+//! `respond` (the answer, whose types are in `response.rs`).
 
 pub mod arms;
 pub mod bounds;
