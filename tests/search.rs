@@ -3462,7 +3462,8 @@ async fn a_query_far_from_a_small_domain_scores_all_of_it_exactly() {
     let mut c = db.owner().await;
     let (v, home, other, size) = far_domain_case(&c).await;
     // The HNSW route at this size, a short first walk, and the domain
-    // (by the planner's statistics) under the exact scan's bound.
+    // (its graph's entries, by the planner's statistics) under the exact
+    // scan's bound.
     let p = RetrievalProfile {
         semantic_exact_threshold: 0,
         semantic_domain_walk_min_rows: 0,
@@ -3621,6 +3622,26 @@ async fn a_query_far_from_a_small_domain_scores_all_of_it_exactly() {
     let r = arms::semantic(&tx, &elig, "", &v, &p).await.unwrap();
     assert_eq!(mode(&r), "hnsw_long_walk");
     tx.rollback().await.unwrap();
+    // The domain's size is its own graph's entries: without that graph the
+    // arm does not know it, and walks.
+    let graph: String = c
+        .query_one(
+            "SELECT 'projection_embedding_hnsw_d_' || substr(md5($1), 1, 16)",
+            &[&other],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let tx = c.transaction().await.unwrap();
+    tx.batch_execute(&format!("DROP INDEX search.{graph}"))
+        .await
+        .unwrap();
+    arms::apply_settings(&tx, &p).await.unwrap();
+    let r = arms::semantic(&tx, &elig, "", &v, &p).await.unwrap();
+    assert_eq!(mode(&r), "hnsw_long_walk");
+    tx.rollback().await.unwrap();
+    let r = arms::semantic(&c, &elig, "", &v, &p).await.unwrap();
+    assert_eq!(mode(&r), "exact_far_domain");
 }
 
 #[tokio::test]

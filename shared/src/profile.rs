@@ -131,7 +131,8 @@ pub struct RetrievalProfile {
     pub semantic_far_domain_overfetch: i64,
     /// 0: off. Otherwise, for a query none of whose nearest products are in
     /// its domain filter's domain (the check above), when that domain holds
-    /// at most this many products by the planner's statistics, the arm
+    /// at most this many embedded products (its graph's entries in the
+    /// planner's statistics), the arm
     /// scores every eligible row of it exactly instead of walking its graph
     /// (route `exact_far_domain`): exact recall, for what the long walk
     /// costs. The scan reads an index that holds the domains' vectors

@@ -18,7 +18,8 @@ use super::*;
 /// `semantic_far_domain_overfetch` rows (route `hnsw_long_walk`): past its
 /// first candidate list the iterative scan walks on from the nearest
 /// nodes it left aside. Where the domain holds at most
-/// `semantic_far_exact_max_rows` products by the planner's statistics, the
+/// `semantic_far_exact_max_rows` embedded products (its graph's entries in
+/// the planner's statistics), the
 /// arm scores all of them exactly instead (route `exact_far_domain`), from
 /// the index that holds the domains' vectors (migration 0024), in two
 /// halves on `walks` and `db`: exact recall, for about what the longest
