@@ -2933,9 +2933,10 @@ async fn longer_walks_and_domain_walks_only_bring_nearer_rows() {
             &Eligibility::new(&Filters::default()).params(&[&v, &10i64, &None::<i32>]),
         )
         .await
+        .map(|rows| arms::scored_by_distance(&rows))
         .unwrap()
-        .iter()
-        .map(|r| r.get(1))
+        .into_iter()
+        .map(|(_, score)| score)
         .collect();
     let narrow = RetrievalProfile {
         hnsw_ef_search: 10,
@@ -3512,6 +3513,31 @@ async fn a_query_far_from_a_small_domain_scores_all_of_it_exactly() {
             .collect()
     };
     assert_eq!(above(&exact.candidates), above(&truth));
+    // Each scanned row's distance is taken once: the scan hands the sort
+    // the distance and nothing else derived from the vector (a score column
+    // beside the sort key would be a second distance for every row).
+    let plan: Value = c
+        .query_one(
+            &format!(
+                "EXPLAIN (VERBOSE, FORMAT JSON) {}",
+                arms::SEMANTIC_EXACT_SQL
+            ),
+            &Eligibility::new(&in_domain(&other)).params(&[&v, &150i64, &Some(0i32)]),
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let mut nodes = vec![&plan[0]["Plan"]];
+    let mut scans = 0;
+    while let Some(node) = nodes.pop() {
+        if node["Relation Name"] == "product_projection" {
+            scans += 1;
+            let output = node["Output"].to_string();
+            assert_eq!(output.matches("<=>").count(), 1, "{output}");
+        }
+        nodes.extend(node["Plans"].as_array().into_iter().flatten());
+    }
+    assert_eq!(scans, 1, "{plan}");
     // What the long walk finds is never nearer.
     let walk = RetrievalProfile {
         semantic_far_exact_max_rows: 0,

@@ -384,7 +384,7 @@ pub async fn exact_top_scored(
             &elig.params(&[vector, &k, &None::<i32>]),
         )
         .await?;
-    Ok(arms::scored(&rows))
+    Ok(arms::scored_by_distance(&rows))
 }
 
 /// recall@k of `got` (ranked ids) against `truth` (the exact top k).

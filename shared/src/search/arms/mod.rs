@@ -577,6 +577,15 @@ pub fn scored(rows: &[tokio_postgres::Row]) -> Vec<(String, f64)> {
     rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
+/// The exact route's rows (`SEMANTIC_EXACT_SQL`: the product id and the
+/// cosine distance it sorts by) as candidates, each scored `1 - distance`:
+/// the same double the other semantic statements compute in SQL.
+pub fn scored_by_distance(rows: &[tokio_postgres::Row]) -> Vec<(String, f64)> {
+    rows.iter()
+        .map(|r| (r.get(0), 1.0 - r.get::<_, f64>(1)))
+        .collect()
+}
+
 /// The first column of a statement that takes the eligibility parameters
 /// and one more (`$11`).
 async fn product_ids<C: GenericClient>(

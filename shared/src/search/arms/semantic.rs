@@ -290,7 +290,9 @@ async fn hnsw_walk<C: GenericClient>(
 
 /// The exact route's scan of the eligible rows, or of one half of them
 /// (`half` 0 or 1, by a hash of the product id; the far domain's scan): the
-/// nearest `limit`, each with its exact score.
+/// nearest `limit`, each with its exact score. The statement returns the
+/// distance it sorts by, so each row's distance is taken once; the score
+/// is `1 - distance`, the same double the HNSW route's statement computes.
 async fn exact_scan<C: GenericClient>(
     db: &C,
     elig: &Eligibility,
@@ -305,7 +307,7 @@ async fn exact_scan<C: GenericClient>(
     ];
     db.query_typed(SEMANTIC_EXACT_SQL, &elig.typed(&extra))
         .await
-        .map(|rows| scored(&rows))
+        .map(|rows| scored_by_distance(&rows))
 }
 
 /// Rows of several walks (each with its exact score): the best `limit`,
