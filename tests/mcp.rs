@@ -315,3 +315,103 @@ async fn a_call_past_the_request_deadline_is_unavailable() {
     );
     assert!(log.contains("the 100 ms deadline passed"), "{log}");
 }
+
+/// Speaks JSON-RPC to `mosaic mcp` over stdio line by line, as a client
+/// the SDK would not let us be: each line of `requests` is sent, and the
+/// answers are returned by id.
+async fn raw_session(args: &[String], requests: &[Value]) -> Vec<Value> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = Command::new(MOSAIC)
+        .args(args)
+        .env("MOSAIC_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start mosaic mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let want = requests.iter().filter(|r| r.get("id").is_some()).count();
+    let mut answers = Vec::new();
+    let session = async {
+        for r in requests {
+            stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+            stdin.flush().await.unwrap();
+            // One answer before the next request, so the order is the
+            // server's reading order.
+            if r.get("id").is_some() {
+                let line = lines.next_line().await.unwrap().expect("an answer");
+                answers.push(serde_json::from_str::<Value>(&line).unwrap());
+            }
+        }
+    };
+    tokio::time::timeout(SESSION_TIMEOUT, session)
+        .await
+        .expect("the raw session finishes in time");
+    assert_eq!(answers.len(), want);
+    answers
+}
+
+#[tokio::test]
+async fn a_call_the_protocol_cannot_carry_is_invalid_params() {
+    let db = TestDb::with_sample("mcp_malformed").await;
+    let mut args = vec!["mcp".to_string()];
+    args.extend(server_args(&db, &["--principal", "alice"]));
+    let call = |id: u64, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let answers = raw_session(
+        &args,
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            // Arguments that are not an object, and a call without a name.
+            call(
+                2,
+                json!({"name": "search_products", "arguments": "running shoes"}),
+            ),
+            call(
+                3,
+                json!({"name": "search_products", "arguments": ["running shoes"]}),
+            ),
+            call(4, json!({"arguments": {"query": "running shoes"}})),
+            // A tool the server does not have.
+            call(5, json!({"name": "drop_catalog", "arguments": {}})),
+            // A method the protocol does not define.
+            json!({"jsonrpc": "2.0", "id": 6, "method": "catalog/drop", "params": {}}),
+            // The session still serves a well-formed call afterwards.
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}),
+        ],
+    )
+    .await;
+    assert!(
+        answers[0]["result"]["serverInfo"].is_object(),
+        "{}",
+        answers[0]
+    );
+    for a in &answers[1..5] {
+        assert_eq!(a["error"]["code"], -32602, "{a}");
+        assert!(a.get("result").is_none(), "{a}");
+        // The params are not echoed back.
+        assert!(!a.to_string().contains("running shoes"), "{a}");
+    }
+    assert_eq!(answers[5]["error"]["code"], -32601, "{}", answers[5]);
+    assert_eq!(answers[6]["result"]["tools"].as_array().unwrap().len(), 4);
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(
+        ids,
+        [1, 2, 3, 4, 5, 6, 7]
+            .map(|i| json!(i))
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    // Nothing ran: no search was recorded.
+    let owner = db.owner().await;
+    let n: i64 = owner
+        .query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
+}

@@ -17,6 +17,10 @@
 //!   structured content is the contract's error envelope
 //!   `{"error": {"code", "message", "field"?}}` and whose text starts with
 //!   the code. Every scope refusal is the same generic `not_found`.
+//! - A call the protocol cannot carry (an unknown tool, `arguments` that are
+//!   not an object, no `name`) is a JSON-RPC invalid-params error
+//!   (-32602); a method the protocol does not define is method-not-found
+//!   (-32601).
 //! - Logs go to stderr (stdout carries the protocol in stdio mode): one line
 //!   per call with the tool, the outcome and the duration, never arguments.
 
@@ -25,8 +29,9 @@ use clap::Args;
 use mosaic::operation::Operation;
 use mosaic::{contract, Ctx, Error, Principal};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -214,7 +219,50 @@ impl ServerHandler for McpServer {
         }
         Ok(tool_result(&name, out).into())
     }
+
+    /// A request the SDK could not read as any method it knows. For a
+    /// method the protocol defines, that means its params have another
+    /// shape (`tools/call` with `arguments` that are not an object, or
+    /// without a `name`): an invalid-params error (-32602), not the
+    /// method-not-found (-32601) the SDK answers by default, which would
+    /// tell the client the server lacks the method. The params are not
+    /// echoed.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method;
+        match method.as_str() {
+            "tools/call" => Err(ErrorData::invalid_params(
+                "tools/call takes params {\"name\": string, \"arguments\": object}",
+                None,
+            )),
+            m if PROTOCOL_METHODS.contains(&m) => Err(ErrorData::invalid_params(
+                format!("the params of {m} do not have the shape the method takes"),
+                None,
+            )),
+            _ => Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)),
+        }
+    }
 }
+
+/// The requests a client may send a server in the MCP specification.
+const PROTOCOL_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "logging/setLevel",
+    "completion/complete",
+];
 
 const INSTRUCTIONS: &str = "Product retrieval over one catalog. Call search_products first; \
 its search_event_id is the retrieval_scope_id of get_product_evidence, compare_products and \
