@@ -2117,6 +2117,67 @@ async fn the_arms_answer_the_same_on_one_connection_or_three() {
 }
 
 #[tokio::test]
+async fn the_semantic_arm_starts_beside_the_understanding_not_after_it() {
+    let db = TestDb::with_sample("semantic_beside_understanding").await;
+    let c = ctx(
+        &db,
+        RetrievalProfile {
+            statement_timeout_ms: 60_000,
+            ..Default::default()
+        },
+    );
+    // The understanding looks a word up in the catalog's vocabulary (an
+    // English word it leaves alone), and the text arms start after it: a
+    // lock on the vocabulary holds all three back. The semantic arm reads
+    // neither, on a lane of its own.
+    let mut owner = db.owner().await;
+    let lock = owner.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE search.vocabulary IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let observer = db.runtime().await;
+    let body = json!({"query": "wireles headphones", "include_diagnostics": true});
+    let pending = tokio::spawn({
+        let c = c.clone();
+        async move { run(&c, body).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let seen = loop {
+        let now = mosaic_integration_tests::locks::running(&observer, &db).await;
+        let understanding_waits = now
+            .iter()
+            .any(|s| s.starts_with("active Lock: -- Query understanding"));
+        let semantic = now.iter().any(|s| {
+            let query = s.split_once(": ").map_or("", |(_, q)| q);
+            query.starts_with("-- Selectivity probe of the semantic arm")
+                || query.starts_with("-- Semantic arm")
+        });
+        if understanding_waits && semantic {
+            break now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no statement of the semantic arm while the understanding waits: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // The text arms have not started: they search for the understood query.
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.contains("-- Lexical arm") || s.contains("-- Typo-tolerant arm")),
+        "{seen:?}"
+    );
+    lock.rollback().await.unwrap();
+    let r = pending.await.unwrap().unwrap();
+    assert!(!r.results.is_empty());
+    let arms = &r.diagnostics.as_ref().unwrap().arms;
+    assert_eq!(arms[Arm::Semantic].connection, Some(2));
+    assert!(arms[Arm::Semantic].returned > 0);
+    assert!(arms[Arm::Lexical].returned > 0);
+}
+
+#[tokio::test]
 async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
     let db = TestDb::with_sample("domain_walk_lane").await;
     // The sample catalog is below the size the walks start at by default.

@@ -157,8 +157,14 @@ pub(crate) async fn run_arms(
     // The text arms search for the corrected words; the semantic arm embeds
     // the query as written (see `understand`).
     let written = positive;
-    // Tells the semantic side that every lane's transaction is open.
+    // Tell the semantic side that the other lanes' transactions are open,
+    // and that the own lane's is (with the understanding beside it). Where
+    // neither of its lanes is the own lane, the semantic arm waits only for
+    // the first: its probe starts beside the understanding, not after it.
+    let (others_opened, others_open) = tokio::sync::oneshot::channel::<()>();
     let (opened, lanes_open) = tokio::sync::oneshot::channel::<()>();
+    let n = lanes.len();
+    let semantic_on_own = lane_of(Arm::Semantic, n) == 0 || domain_walks_lane(n) == 0;
 
     let text_side = async {
         let t = Instant::now();
@@ -170,7 +176,11 @@ pub(crate) async fn run_arms(
             )?;
             Ok::<_, tokio_postgres::Error>((understanding, price_share, arms::ms_since(t)))
         };
-        let other_lanes = try_join_all(lanes[1..].iter().map(|c| open(c, profile)));
+        let other_lanes = async {
+            try_join_all(lanes[1..].iter().map(|c| open(c, profile))).await?;
+            let _ = others_opened.send(());
+            Ok::<_, tokio_postgres::Error>(())
+        };
         let ((understanding, price_share, understand_ms), _) =
             tokio::try_join!(own_lane, other_lanes)?;
         let _ = opened.send(());
@@ -211,9 +221,11 @@ pub(crate) async fn run_arms(
         let embedded = embedding(ctx, enabled(Arm::Semantic), written).await;
         // Only fails when the lanes did not open, whose error the join
         // returns first.
-        lanes_open
-            .await
-            .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
+        let not_open = |_| Error::Internal("the arm lanes did not open".into());
+        others_open.await.map_err(not_open)?;
+        if semantic_on_own {
+            lanes_open.await.map_err(not_open)?;
+        }
         let on = (lane(Arm::Semantic), lanes[domain_walks_lane(lanes.len())]);
         Ok::<_, Error>(semantic_arm(on, embedded, elig, written, profile).await?)
     };
@@ -224,7 +236,6 @@ pub(crate) async fn run_arms(
     if let Some(products) = semantic.catalog_rows {
         ctx.catalog.remember(products);
     }
-    let n = lanes.len();
     mark_lanes(ctx, n, [&mut lexical, &mut trigram, &mut semantic]);
     Ok(ArmsOutcome {
         exact_ids,
