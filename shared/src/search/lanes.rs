@@ -123,7 +123,8 @@ async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
 /// Round trips: the own lane's transaction, its settings, the
 /// understanding and, when they are due, the price statistics (which choose
 /// how the lexical arm checks a price filter) go out together (`db::begin`), the other lanes open theirs
-/// at the same time. Every lane's read-only transaction is left open: the
+/// at the same time, and the semantic arm's lanes carry its first
+/// statements in the same round trip as their `BEGIN`. Every lane's read-only transaction is left open: the
 /// caller's next reads (hydration) end the own lane's, and [`finish`]
 /// commits the others at the same time, so no `COMMIT` waits on the way.
 pub(crate) async fn run_arms(
@@ -157,14 +158,22 @@ pub(crate) async fn run_arms(
     // The text arms search for the corrected words; the semantic arm embeds
     // the query as written (see `understand`).
     let written = positive;
-    // Tell the semantic side that the other lanes' transactions are open,
-    // and that the own lane's is (with the understanding beside it). Where
-    // neither of its lanes is the own lane, the semantic arm waits only for
-    // the first: its probe starts beside the understanding, not after it.
-    let (others_opened, others_open) = tokio::sync::oneshot::channel::<()>();
-    let (opened, lanes_open) = tokio::sync::oneshot::channel::<()>();
+    // Where neither of the semantic arm's lanes is the own lane, the
+    // semantic side opens them itself and sends its first statements right
+    // behind the `BEGIN` (one round trip, in order on each connection),
+    // beside the understanding. Otherwise it shares the own lane, and waits
+    // until every lane is open and the understanding has answered.
     let n = lanes.len();
-    let semantic_on_own = lane_of(Arm::Semantic, n) == 0 || domain_walks_lane(n) == 0;
+    let semantic_lanes: Vec<usize> =
+        match lane_of(Arm::Semantic, n) == 0 || domain_walks_lane(n) == 0 {
+            true => Vec::new(),
+            false => {
+                let mut own = vec![lane_of(Arm::Semantic, n), domain_walks_lane(n)];
+                own.dedup();
+                own
+            }
+        };
+    let (opened, lanes_open) = tokio::sync::oneshot::channel::<()>();
 
     let text_side = async {
         let t = Instant::now();
@@ -176,11 +185,11 @@ pub(crate) async fn run_arms(
             )?;
             Ok::<_, tokio_postgres::Error>((understanding, price_share, arms::ms_since(t)))
         };
-        let other_lanes = async {
-            try_join_all(lanes[1..].iter().map(|c| open(c, profile))).await?;
-            let _ = others_opened.send(());
-            Ok::<_, tokio_postgres::Error>(())
-        };
+        let other_lanes = try_join_all(
+            (1..n)
+                .filter(|i| !semantic_lanes.contains(i))
+                .map(|i| open(lanes[i], profile)),
+        );
         let ((understanding, price_share, understand_ms), _) =
             tokio::try_join!(own_lane, other_lanes)?;
         let _ = opened.send(());
@@ -218,16 +227,26 @@ pub(crate) async fn run_arms(
         Ok::<_, Error>((understanding, understand_ms, lexical_out, trigram))
     };
     let semantic_side = async {
-        let embedded = embedding(ctx, enabled(Arm::Semantic), written).await;
-        // Only fails when the lanes did not open, whose error the join
-        // returns first.
-        let not_open = |_| Error::Internal("the arm lanes did not open".into());
-        others_open.await.map_err(not_open)?;
-        if semantic_on_own {
-            lanes_open.await.map_err(not_open)?;
-        }
-        let on = (lane(Arm::Semantic), lanes[domain_walks_lane(lanes.len())]);
-        Ok::<_, Error>(semantic_arm(on, embedded, elig, written, profile).await?)
+        // Polled first, so each `BEGIN` goes out ahead of the arm's
+        // statements on its connection.
+        let own_lanes = async {
+            try_join_all(semantic_lanes.iter().map(|&i| open(lanes[i], profile))).await?;
+            Ok::<_, Error>(())
+        };
+        let arm = async {
+            let embedded = embedding(ctx, enabled(Arm::Semantic), written).await;
+            if semantic_lanes.is_empty() {
+                // Only fails when the lanes did not open, whose error the
+                // join returns first.
+                lanes_open
+                    .await
+                    .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
+            }
+            let on = (lane(Arm::Semantic), lanes[domain_walks_lane(n)]);
+            Ok::<_, Error>(semantic_arm(on, embedded, elig, written, profile).await?)
+        };
+        let (_, out) = tokio::try_join!(own_lanes, arm)?;
+        Ok::<_, Error>(out)
     };
     let ((understanding, understand_ms, lexical_out, trigram), semantic_out) =
         tokio::try_join!(text_side, semantic_side)?;
