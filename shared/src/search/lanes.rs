@@ -122,9 +122,10 @@ async fn spare_connections(ctx: &Ctx, wanted: usize) -> Vec<Conn> {
 ///
 /// Round trips: the own lane's transaction, its settings, the
 /// understanding and, when they are due, the price statistics (which choose
-/// how the lexical arm checks a price filter) go out together (`db::begin`), the other lanes open theirs
-/// at the same time, and the semantic arm's lanes carry its first
-/// statements in the same round trip as their `BEGIN`. Every lane's read-only transaction is left open: the
+/// how the lexical arm checks a price filter) go out together
+/// (`db::begin`), the other lanes open theirs at the same time, and the
+/// semantic arm's lanes carry its first statements in the same round trip
+/// as their `BEGIN`. Every lane's read-only transaction is left open: the
 /// caller's next reads (hydration) end the own lane's, and [`finish`]
 /// commits the others at the same time, so no `COMMIT` waits on the way.
 pub(crate) async fn run_arms(
@@ -164,15 +165,12 @@ pub(crate) async fn run_arms(
     // beside the understanding. Otherwise it shares the own lane, and waits
     // until every lane is open and the understanding has answered.
     let n = lanes.len();
-    let semantic_lanes: Vec<usize> =
-        match lane_of(Arm::Semantic, n) == 0 || domain_walks_lane(n) == 0 {
-            true => Vec::new(),
-            false => {
-                let mut own = vec![lane_of(Arm::Semantic, n), domain_walks_lane(n)];
-                own.dedup();
-                own
-            }
-        };
+    let (arm_lane, walks_lane) = (lane_of(Arm::Semantic, n), domain_walks_lane(n));
+    let semantic_lanes: Vec<usize> = match arm_lane == 0 || walks_lane == 0 {
+        true => Vec::new(),
+        false if arm_lane == walks_lane => vec![arm_lane],
+        false => vec![arm_lane, walks_lane],
+    };
     let (opened, lanes_open) = tokio::sync::oneshot::channel::<()>();
 
     let text_side = async {
@@ -242,7 +240,7 @@ pub(crate) async fn run_arms(
                     .await
                     .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
             }
-            let on = (lane(Arm::Semantic), lanes[domain_walks_lane(n)]);
+            let on = (lanes[arm_lane], lanes[walks_lane]);
             Ok::<_, Error>(semantic_arm(on, embedded, elig, written, profile).await?)
         };
         let (_, out) = tokio::try_join!(own_lanes, arm)?;
