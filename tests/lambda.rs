@@ -971,9 +971,10 @@ async fn client_context_shapes_never_stop_the_function() {
     .await;
     let args = json!({"query": "espresso machine", "limit": 3});
     let good = client_context("search-products");
-    // (client context, expected: Ok(principal) or Err(code)). Without the
-    // gateway's tool name an invocation is direct: anonymous here, whatever
-    // else the context says. With it, a principal needs the proof.
+    // (client context, expected: Ok(principal) or Err(code)). Without any
+    // of the gateway's keys an invocation is direct: anonymous here,
+    // whatever else the context says. With them, it needs the tool name,
+    // and a principal needs the proof.
     let shapes: Vec<(&str, Result<&str, &str>)> = vec![
         (r#"{"custom":null}"#, Ok("anonymous")),
         (r#"{"client":null}"#, Ok("anonymous")),
@@ -1003,7 +1004,11 @@ async fn client_context_shapes_never_stop_the_function() {
         (r#"{"custom":"a string"}"#, Ok("anonymous")),
         (
             r#"{"custom":{"bedrockAgentCorePropagatedHeaders":{"x-mosaic-principal":"local:jurgen"}}}"#,
-            Ok("anonymous"),
+            Err("invalid_argument"),
+        ),
+        (
+            r#"{"custom":{"bedrockAgentCoreToolName":null}}"#,
+            Err("invalid_argument"),
         ),
         (
             r#"{"custom":{"bedrockAgentCoreToolName":5}}"#,
@@ -1831,18 +1836,31 @@ async fn nobody_can_claim_another_principal_over_agentcore_or_a_direct_invocatio
             )
             .await;
         assert_eq!(status_of(error_of(&v).0), 400, "{function}: {v}");
-        // A direct invocation naming the victim is anonymous, not the victim:
-        // the victim's scope is refused (search runs, as anonymous).
+        // A gateway's context without the tool name, naming the victim with
+        // a valid proof: refused, never served as the victim or anyone else.
         let named = json!({"custom": {"bedrockAgentCorePropagatedHeaders": {
             "x-mosaic-principal": victim.as_str(),
             "x-mosaic-principal-proof": proof_for(&victim, &tool, future)}}})
         .to_string();
         let v = f.agentcore(&args, Some(&named)).await;
-        if function == "search-products" {
-            let (id, _, _) = check_search(&v, 5, 3);
-            assert_eq!(principal_of(&db, &id).await, "anonymous");
-        } else {
-            assert_eq!(v, generic_refusal(), "{function}: direct invocation: {v}");
+        assert_eq!(error_of(&v).0, "invalid_argument", "{function}: {v}");
+        // API-Gateway-shaped arguments carrying the victim's authorizer
+        // claims, in a context with the gateway's keys but a tool name that
+        // is null or missing: still a tool call (the gateway passes a
+        // client's arguments through as the event), so never served as an
+        // API Gateway request from the victim.
+        for context in [
+            json!({"custom": {"bedrockAgentCoreToolName": null,
+                "bedrockAgentCoreGatewayId": "mosaic-gateway-test"}}),
+            json!({"custom": {"bedrockAgentCoreGatewayId": "mosaic-gateway-test",
+                "bedrockAgentCoreTargetId": "TARGET0001"}}),
+        ] {
+            let v = f.agentcore(&apigw_shaped, Some(&context.to_string())).await;
+            assert_eq!(
+                error_of(&v).0,
+                "invalid_argument",
+                "{function}: {context}: {v}"
+            );
         }
         // A `sub` of `anonymous` is a principal like any other, not the
         // anonymous one: the anonymous caller's scope is refused to it.

@@ -78,6 +78,21 @@ pub enum Error {
     Internal(String),
 }
 
+/// The most characters of a caller's key an error message repeats.
+pub const SHOWN_KEY_CHARS: usize = 64;
+
+/// A caller's key as an error names it ([`Error::unknown_field`]).
+fn shown_key(key: &str) -> String {
+    let mut kept = key
+        .chars()
+        .filter(|c| !c.is_control() && !crate::search::request::is_bidi_control(*c));
+    let mut shown: String = kept.by_ref().take(SHOWN_KEY_CHARS).collect();
+    if kept.next().is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
 impl Error {
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
         Error::Invalid {
@@ -87,11 +102,16 @@ impl Error {
         }
     }
 
+    /// A key the operation does not take. The key is the caller's own text,
+    /// so the envelope names it only as far as it is safe to show: control
+    /// and bidirectional-override characters left out, at most
+    /// [`SHOWN_KEY_CHARS`] characters, then `…`.
     pub fn unknown_field(field: &str) -> Self {
+        let field = shown_key(field);
         Error::Invalid {
             code: Code::UnknownField,
-            field: Some(field.to_string()),
             message: format!("unknown field `{field}`"),
+            field: Some(field),
         }
     }
 
@@ -201,5 +221,33 @@ impl From<deadpool_postgres::PoolError> for Error {
             )),
             e => Error::Unavailable(format!("database pool: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_is_named_only_as_far_as_it_is_safe_to_show() {
+        let named = |key: &str| match Error::unknown_field(key) {
+            Error::Invalid { field, message, .. } => (field.unwrap(), message),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            named("extra"),
+            ("extra".to_string(), "unknown field `extra`".to_string())
+        );
+        // Control and bidirectional-override characters are left out.
+        assert_eq!(named("a\u{202E}b\u{0007}c\n").0, "abc");
+        // A long key is cut, and says so.
+        let long = "k".repeat(60_000);
+        let (field, message) = named(&long);
+        assert_eq!(field.chars().count(), SHOWN_KEY_CHARS + 1);
+        assert!(field.ends_with('…'));
+        assert!(message.len() < 100, "{message}");
+        // Exactly the limit is shown whole.
+        let exact = "é".repeat(SHOWN_KEY_CHARS);
+        assert_eq!(named(&exact).0, exact);
     }
 }

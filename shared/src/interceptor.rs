@@ -233,13 +233,15 @@ impl Interceptor {
             .filter(|t| !t.is_empty() && t.len() <= 256 && !t.contains('\n'));
         let identity = match tool {
             None => Err("no tool name"),
-            Some(tool) => self
-                .principal(request.get("headers"), now)
-                .await
-                .map(|principal| {
-                    let proof = self.key.sign(&principal, tool, now + self.ttl);
-                    (principal, proof)
-                }),
+            Some(tool) => {
+                self.principal(request.get("headers"), now)
+                    .await
+                    .map(|(principal, exp)| {
+                        // No longer than the token itself is good for.
+                        let proof = self.key.sign(&principal, tool, (now + self.ttl).min(exp));
+                        (principal, proof)
+                    })
+            }
         };
         match identity {
             Ok((principal, proof)) => {
@@ -256,12 +258,12 @@ impl Interceptor {
     }
 
     /// `jwt:<iss>#<sub>` from the request's bearer token, once its
-    /// signature is found to be the issuer's.
+    /// signature is found to be the issuer's, with the token's expiry.
     async fn principal(
         &self,
         headers: Option<&Value>,
         now: u64,
-    ) -> Result<Principal, &'static str> {
+    ) -> Result<(Principal, u64), &'static str> {
         let headers = headers
             .and_then(Value::as_object)
             .ok_or("no request headers (passRequestHeaders)")?;
@@ -295,18 +297,20 @@ impl Interceptor {
         if !self.audience.admits(&claims) {
             return Err("the token is not for this gateway's audience");
         }
-        match claims.get("exp").and_then(Value::as_u64) {
+        let exp = match claims.get("exp").and_then(Value::as_u64) {
             Some(exp) if exp <= now => return Err("the token has expired"),
-            Some(_) => {}
+            Some(exp) => exp,
             None => return Err("the token has no exp"),
-        }
+        };
         // Absent, or a time no later than the clock allows for.
         if let Some(nbf) = claims.get("nbf") {
             if nbf.as_u64().is_none_or(|nbf| nbf > now + proof::CLOCK_SKEW) {
                 return Err("the token is not valid yet");
             }
         }
-        Principal::jwt(iss, sub).map_err(|_| "the token's iss or sub is malformed")
+        let principal =
+            Principal::jwt(iss, sub).map_err(|_| "the token's iss or sub is malformed")?;
+        Ok((principal, exp))
     }
 }
 
@@ -475,6 +479,30 @@ mod tests {
             "e"
         );
         assert_eq!(req["headers"].as_object().unwrap().len(), 2, "{req}");
+    }
+
+    #[tokio::test]
+    async fn a_proof_lasts_no_longer_than_the_token_it_was_made_from() {
+        let i = interceptor();
+        let tool = "mosaic-explain-retrieval___explain_retrieval";
+        let p = Principal::jwt(ISS, "u-1").unwrap();
+        // The token ends 5 s from now, well inside the proof's 60 s.
+        let bearer = format!(
+            "Bearer {}",
+            token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 1005}))
+        );
+        let out = i
+            .intercept(&call(Some(bearer), "jwt:x#victim"), 1000)
+            .await
+            .unwrap();
+        let req = &out["mcp"]["transformedGatewayRequest"];
+        let proof = req["headers"][principal::PROOF_HEADER].as_str().unwrap();
+        assert!(proof.starts_with("v1.1005."), "{proof}");
+        assert_eq!(key().verify(&p, tool, proof, 1004), Ok(()));
+        assert_eq!(
+            key().verify(&p, tool, proof, 1006),
+            Err(proof::Refusal::Expired)
+        );
     }
 
     #[tokio::test]

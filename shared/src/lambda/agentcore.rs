@@ -7,6 +7,9 @@ use super::*;
 pub const TOOL_NAME_KEY: &str = "bedrockAgentCoreToolName";
 /// The client-context key of the headers an AgentCore gateway propagates.
 pub const PROPAGATED_HEADERS_KEY: &str = "bedrockAgentCorePropagatedHeaders";
+/// What every client-context key of an AgentCore gateway begins with
+/// (lower-cased).
+const GATEWAY_KEY_PREFIX: &str = "bedrockagentcore";
 /// The separator between the gateway target and the tool in a tool name.
 pub const TOOL_SEPARATOR: &str = "___";
 
@@ -27,13 +30,17 @@ impl EventKind {
         }
     }
 
-    /// AgentCore exactly when the client context carries the gateway's tool
-    /// name (present and not null); else API Gateway for the v2 envelope
-    /// (`version` `"2.0"` and a `requestContext.http` object); else a direct
-    /// invocation. An event body alone never makes an AgentCore call an API
-    /// Gateway one.
+    /// AgentCore when the client context carries any of the gateway's keys
+    /// (`custom.bedrockAgentCore…`: its tool name, target, propagated
+    /// headers), whether or not the tool name is usable; else API Gateway
+    /// for the v2 envelope (`version` `"2.0"` and a `requestContext.http`
+    /// object); else a direct invocation. An event body alone never makes
+    /// an AgentCore call an API Gateway one, and neither does a gateway's
+    /// context that lacks the tool name: the gateway passes a client's
+    /// arguments through as the event, so an API-Gateway-shaped argument
+    /// object must never be read as an authorizer's word.
     pub fn of(context: &AgentCoreContext, event: Option<&Value>) -> EventKind {
-        if context.tool_name.is_some() {
+        if context.from_gateway {
             return EventKind::AgentCore;
         }
         let Some(event) = event else {
@@ -53,6 +60,9 @@ impl EventKind {
 /// What the client context of an invocation says, read loosely.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AgentCoreContext {
+    /// Whether `custom` holds any key of the gateway's
+    /// (`bedrockAgentCore…`, any case), of any value.
+    pub from_gateway: bool,
     /// `custom.bedrockAgentCoreToolName`: `None` when absent or null,
     /// `Some(Err(()))` when present but not a string.
     pub tool_name: Option<Result<String, ()>>,
@@ -93,6 +103,9 @@ impl AgentCoreContext {
             })
         };
         AgentCoreContext {
+            from_gateway: custom
+                .keys()
+                .any(|k| k.to_ascii_lowercase().starts_with(GATEWAY_KEY_PREFIX)),
             tool_name,
             principal: header(principal::HEADER),
             proof: header(principal::PROOF_HEADER),
@@ -188,11 +201,20 @@ impl Handler {
                 }
                 self.agentcore_principal(context, full, request_id)?
             }
-            (EventKind::AgentCore, _) => {
+            (EventKind::AgentCore, Some(Err(()))) => {
                 return Err(Error::Invalid {
                     code: Code::InvalidArgument,
                     field: None,
                     message: format!("the client context's `{TOOL_NAME_KEY}` is not a string"),
+                })
+            }
+            (EventKind::AgentCore, None) => {
+                return Err(Error::Invalid {
+                    code: Code::InvalidArgument,
+                    field: None,
+                    message: format!(
+                        "the client context carries an AgentCore gateway's keys but no `{TOOL_NAME_KEY}`"
+                    ),
                 })
             }
             // A direct invocation names no one.

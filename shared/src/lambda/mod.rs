@@ -6,13 +6,15 @@
 //! only by what the platform sets, never by the shape of the event body:
 //!
 //! * **AgentCore Gateway Lambda target** — exactly when the client context
-//!   carries the gateway's tool name, `custom.bedrockAgentCoreToolName` =
-//!   `<target>___<tool>` (split at the first `___`). The event is the flat
+//!   carries any of the gateway's keys (`custom.bedrockAgentCore…`); the
+//!   tool name, `custom.bedrockAgentCoreToolName` = `<target>___<tool>`
+//!   (split at the first `___`), says which tool. The event is the flat
 //!   tool-argument object and nothing else: an argument object that looks
 //!   like an API Gateway event is just arguments, refused as unknown fields.
-//!   A tool name of another operation is an `invalid_argument` error.
-//! * **API Gateway HTTP API, payload 2.0** — only without a tool name, and
-//!   only for the v2 envelope (`version` `"2.0"` and a `requestContext.http`
+//!   A tool name of another operation, or a gateway's context without a
+//!   tool name, is an `invalid_argument` error.
+//! * **API Gateway HTTP API, payload 2.0** — only without any of the
+//!   gateway's keys in the client context, and only for the v2 envelope (`version` `"2.0"` and a `requestContext.http`
 //!   object). The raw path (`rawPath`, stage prefix included unless the
 //!   stage is `$default`), the raw query string and the body (base64-decoded
 //!   when `isBase64Encoded`) go to the shared router [`http::handle`], and
@@ -382,6 +384,25 @@ mod tests {
         let bad_tool =
             AgentCoreContext::parse(Some(r#"{"custom": {"bedrockAgentCoreToolName": 7}}"#));
         assert_eq!(EventKind::of(&bad_tool, Some(&apigw)), EventKind::AgentCore);
+        // A gateway's context without a usable tool name is still the
+        // gateway's: its event is a client's arguments, never API Gateway's.
+        for gateway_without_tool in [
+            r#"{"custom": {"bedrockAgentCoreToolName": null}}"#,
+            r#"{"custom": {"bedrockAgentCoreGatewayId": "gw-1"}}"#,
+            r#"{"custom": {"BEDROCKAGENTCORETargetId": "T1"}}"#,
+            r#"{"custom": {"bedrockAgentCorePropagatedHeaders": {"x-other": "u"}}}"#,
+        ] {
+            let context = AgentCoreContext::parse(Some(gateway_without_tool));
+            assert!(context.tool_name.is_none(), "{gateway_without_tool}");
+            assert_eq!(
+                EventKind::of(&context, Some(&apigw)),
+                EventKind::AgentCore,
+                "{gateway_without_tool}"
+            );
+        }
+        // Keys of other kinds leave an invocation what its event makes it.
+        let other = AgentCoreContext::parse(Some(r#"{"custom": {"attempt": 2, "agent": "x"}}"#));
+        assert_eq!(EventKind::of(&other, Some(&apigw)), EventKind::ApiGatewayV2);
         for direct in [
             json!({"query": "kettle", "limit": 3}),
             json!({"requestContext": {"http": {}}}),
@@ -431,11 +452,21 @@ mod tests {
             r#"{"custom": null}"#,
             r#"{"client": null}"#,
             r#"{"custom": []}"#,
+            r#"{"custom": {"attempt": 2}}"#,
+        ] {
+            assert_eq!(parse(empty), AgentCoreContext::default(), "{empty}");
+        }
+        // The gateway's keys, with nothing usable in them.
+        for gateway_only in [
             r#"{"custom": {"bedrockAgentCoreToolName": null}}"#,
             r#"{"custom": {"bedrockAgentCorePropagatedHeaders": {"x-other": "u"}}}"#,
             r#"{"custom": {"bedrockAgentCorePropagatedHeaders": 7}}"#,
         ] {
-            assert_eq!(parse(empty), AgentCoreContext::default(), "{empty}");
+            let gateway = AgentCoreContext {
+                from_gateway: true,
+                ..AgentCoreContext::default()
+            };
+            assert_eq!(parse(gateway_only), gateway, "{gateway_only}");
         }
         for unusable in [
             r#"{"custom": {"bedrockAgentCorePropagatedHeaders": {"x-mosaic-principal": 7}}}"#,

@@ -104,7 +104,7 @@ pub enum TextKind {
 
 /// Whether `c` is a Unicode bidirectional formatting character (embedding,
 /// override, isolate or mark).
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
