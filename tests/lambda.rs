@@ -1052,6 +1052,15 @@ async fn client_context_shapes_never_stop_the_function() {
         f.assert_alive();
     }
 
+    // Tool arguments are held to the HTTP routes' body limit (64 KiB): a
+    // larger event is refused before it is read as arguments.
+    let big = json!({"query": "espresso machine", "limit": 3,
+        "note": "x".repeat(mosaic::http::MAX_BODY)});
+    let v = f.agentcore(&big, Some(&good)).await;
+    assert_eq!(error_of(&v).0, "payload_too_large", "{v}");
+    let v = f.agentcore(&args, Some(&good)).await;
+    check_search(&v, 3, 3);
+
     // A gateway without the interceptor (no key), anonymous calls allowed:
     // a tool call that names no one is anonymous there.
     let mut keyless = Function::start(

@@ -240,12 +240,18 @@ impl Handler {
                 )
             }
             (kind, parsed) => {
-                // The arguments once more, refusing an object that names a
-                // key twice, as the HTTP routes do (a log that read the first
-                // would show other arguments than the call used).
-                let args = parsed
-                    .and_then(|_| crate::http::parse_unique(&inv.event))
-                    .map_err(|e| Error::invalid_json(format!("the event is not valid JSON: {e}")));
+                // Tool arguments are held to the HTTP routes' body limit.
+                // Then the arguments once more, refusing an object that
+                // names a key twice, as the HTTP routes do (a log that read
+                // the first would show other arguments than the call used).
+                let args = match inv.event.len() > crate::http::MAX_BODY {
+                    true => Err(Error::payload_too_large(crate::http::MAX_BODY)),
+                    false => parsed
+                        .and_then(|_| crate::http::parse_unique(&inv.event))
+                        .map_err(|e| {
+                            Error::invalid_json(format!("the event is not valid JSON: {e}"))
+                        }),
+                };
                 let out = self
                     .tool_call(kind, args, &context, &inv.request_id, budget)
                     .await;
