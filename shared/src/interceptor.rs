@@ -452,17 +452,23 @@ mod tests {
                         "arguments": {"retrieval_scope_id": "e"}}}}}})
     }
 
-    #[tokio::test]
-    async fn the_principal_comes_from_the_token_and_replaces_the_clients() {
-        let i = interceptor();
+    /// The interceptor's answer at Unix time 1000 to a call bearing a token
+    /// of `u-1` that the issuer signed and ends at `exp`, with the client's
+    /// own principal header naming a victim.
+    async fn intercepted(exp: u64) -> Value {
         let bearer = format!(
             "Bearer {}",
-            token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 2000}))
+            token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": exp}))
         );
-        let out = i
+        interceptor()
             .intercept(&call(Some(bearer), "jwt:x#victim"), 1000)
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_principal_comes_from_the_token_and_replaces_the_clients() {
+        let out = intercepted(2000).await;
         assert_eq!(out["interceptorOutputVersion"], "1.0");
         let req = &out["mcp"]["transformedGatewayRequest"];
         let p = Principal::jwt(ISS, "u-1").unwrap();
@@ -483,18 +489,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_proof_lasts_no_longer_than_the_token_it_was_made_from() {
-        let i = interceptor();
         let tool = "mosaic-explain-retrieval___explain_retrieval";
         let p = Principal::jwt(ISS, "u-1").unwrap();
         // The token ends 5 s from now, well inside the proof's 60 s.
-        let bearer = format!(
-            "Bearer {}",
-            token(json!({"iss": ISS, "aud": "mosaic-app", "sub": "u-1", "exp": 1005}))
-        );
-        let out = i
-            .intercept(&call(Some(bearer), "jwt:x#victim"), 1000)
-            .await
-            .unwrap();
+        let out = intercepted(1005).await;
         let req = &out["mcp"]["transformedGatewayRequest"];
         let proof = req["headers"][principal::PROOF_HEADER].as_str().unwrap();
         assert!(proof.starts_with("v1.1005."), "{proof}");

@@ -103,9 +103,10 @@ impl AgentCoreContext {
             })
         };
         AgentCoreContext {
-            from_gateway: custom
-                .keys()
-                .any(|k| k.to_ascii_lowercase().starts_with(GATEWAY_KEY_PREFIX)),
+            from_gateway: custom.keys().any(|k| {
+                k.get(..GATEWAY_KEY_PREFIX.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(GATEWAY_KEY_PREFIX))
+            }),
             tool_name,
             principal: header(principal::HEADER),
             proof: header(principal::PROOF_HEADER),
@@ -201,20 +202,16 @@ impl Handler {
                 }
                 self.agentcore_principal(context, full, request_id)?
             }
-            (EventKind::AgentCore, Some(Err(()))) => {
+            (EventKind::AgentCore, unusable) => {
                 return Err(Error::Invalid {
                     code: Code::InvalidArgument,
                     field: None,
-                    message: format!("the client context's `{TOOL_NAME_KEY}` is not a string"),
-                })
-            }
-            (EventKind::AgentCore, None) => {
-                return Err(Error::Invalid {
-                    code: Code::InvalidArgument,
-                    field: None,
-                    message: format!(
-                        "the client context carries an AgentCore gateway's keys but no `{TOOL_NAME_KEY}`"
-                    ),
+                    message: match unusable {
+                        Some(_) => format!("the client context's `{TOOL_NAME_KEY}` is not a string"),
+                        None => format!(
+                            "the client context carries an AgentCore gateway's keys but no `{TOOL_NAME_KEY}`"
+                        ),
+                    },
                 })
             }
             // A direct invocation names no one.
