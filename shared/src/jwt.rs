@@ -22,7 +22,8 @@
 //!   or a JWKS URL given outright. Fetched on first use, after [`MAX_AGE`],
 //!   and when a token names a `kid` the set lacks (an issuer rotating its
 //!   keys), at most once per [`REFRESH_EVERY`], within [`FETCH_BUDGET`]; a
-//!   token no key held can check is refused, never let through. Plain
+//!   token no key held can check is refused, never let through. Keys no
+//!   fetch has confirmed for [`MAX_STALE`] check nothing. Plain
 //!   `http` only when the configured URL is itself a loopback `http` one
 //!   (tests).
 //!
@@ -45,6 +46,12 @@ pub const FETCH_BUDGET: Duration = Duration::from_secs(3);
 
 /// How long fetched keys serve before they are fetched again.
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// How long fetched keys may serve at most while the issuer cannot be
+/// reached: past it every token is refused (`KeysUnavailable`) until a fetch
+/// succeeds, so a key the issuer withdrew during an outage of its key set
+/// (or of the way to it) stops serving after this long, not never.
+pub const MAX_STALE: Duration = Duration::from_secs(6 * 3600);
 
 /// The largest discovery document or key set read.
 const MAX_DOCUMENT: usize = 256 * 1024;
@@ -424,14 +431,18 @@ impl Jwks {
     /// keys held, and when none matches its `kid`, against the issuer's
     /// current keys (fetched at most once per [`REFRESH_EVERY`]). Keys held
     /// for [`MAX_AGE`] are fetched again first; if that fetch fails they
-    /// still serve (the failure is logged), so an issuer's outage does not
-    /// stop every call, while a key it withdrew leaves within the hour.
+    /// still serve (the failure is logged), so a short outage of the issuer
+    /// does not stop every call, while a key it withdrew leaves within the
+    /// hour. Keys no fetch has confirmed for [`MAX_STALE`] no longer serve.
     pub async fn verify(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
         let token = Token::parse(token)?;
         let mut cached = self.cached.lock().await;
         let mut failed = false;
         if cached.loaded.is_some_and(|at| at.elapsed() >= MAX_AGE) {
             failed = matches!(self.fetch(&mut cached).await, Err(NotFetched::Failed));
+        }
+        if cached.loaded.is_some_and(|at| at.elapsed() >= MAX_STALE) {
+            return Err(Refusal::KeysUnavailable);
         }
         match cached.keys.check(&token) {
             Err(Refusal::UnknownKey) => {}
@@ -917,20 +928,33 @@ pub(crate) mod tests {
         jwks.cached.lock().await.loaded = Some(Instant::now() - MAX_AGE);
         assert!(jwks.verify(&rotated).await.is_ok());
         assert_eq!(count.load(SeqCst), 6);
-        let stale = Jwks::remote(discovery("/down")).unwrap();
+        let mut stale = Jwks::remote(discovery("/down")).unwrap();
         {
             let mut c = stale.cached.lock().await;
             c.keys = keys();
             c.loaded = Some(Instant::now() - MAX_AGE);
         }
         assert!(stale.verify(&signed(&claims)).await.is_ok());
+        assert_eq!(count.load(SeqCst), 7);
+        // Unconfirmed for MAX_STALE, they check nothing, within the refresh
+        // interval (no fetch) and on a failed fetch alike; a fetch that
+        // succeeds restores them.
+        stale.cached.lock().await.loaded = Some(Instant::now() - MAX_STALE);
+        let refused = Err(Refusal::KeysUnavailable);
+        assert_eq!(stale.verify(&signed(&claims)).await, refused);
+        assert_eq!(count.load(SeqCst), 7);
+        stale.refresh_every = Duration::ZERO;
+        assert_eq!(stale.verify(&signed(&claims)).await, refused);
+        assert_eq!(count.load(SeqCst), 8);
+        jwks.cached.lock().await.loaded = Some(Instant::now() - MAX_STALE);
+        assert!(jwks.verify(&rotated).await.is_ok());
+        assert_eq!(count.load(SeqCst), 10);
         // An answer with no usable key is a failed fetch: the keys held
         // still serve.
         *published.lock().unwrap() = json!({"keys": []}).to_string();
         jwks.cached.lock().await.loaded = Some(Instant::now() - MAX_AGE);
         assert!(jwks.verify(&rotated).await.is_ok());
-        // (6, the stale set's one try at /down, and this discovery and set)
-        assert_eq!(count.load(SeqCst), 9);
+        assert_eq!(count.load(SeqCst), 12);
         *published.lock().unwrap() = doc.to_string();
         // A key set without a Content-Length, read up to the close (the
         // issuer publishes the rotated key by now).
