@@ -5,7 +5,9 @@
 -- containment), $10 the query's negated words ("-wired" excludes every
 -- product whose text has the word "wired"; matched as whole words, case
 -- aside, without stemming or stop words, so "-down" and "-lined" mean
--- exactly those words). A NULL parameter constrains nothing.
+-- exactly those words), which the service passes as one element, their
+-- alternation `(?:wired|lined)`: one expression reads each row's text once
+-- for every word. A NULL parameter constrains nothing.
 SELECT count(*) FROM search.product_projection pp WHERE true
       -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
       AND ($1::text IS NULL OR pp.domain = $1)
