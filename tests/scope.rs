@@ -218,6 +218,28 @@ async fn every_refusal_is_the_same_generic_not_found() {
         assert_eq!(r, &expected, "refusal #{i} differs");
     }
     assert!(!expected.1.contains("alice") && !expected.1.contains(g1));
+
+    // A granted product the catalog no longer holds does not exist: the
+    // same refusal from evidence and compare alike.
+    db.owner()
+        .await
+        .execute("DELETE FROM catalog.products WHERE product_id = $1", &[&g2])
+        .await
+        .unwrap();
+    let removed = [
+        refusal(
+            "evidence: granted, since removed",
+            evidence(&c, &alice(), &scope, g2, q).await,
+        ),
+        refusal(
+            "compare: granted, since removed",
+            compare(&c, &alice(), &scope, &[g1, g2]).await,
+        ),
+    ];
+    for r in &removed {
+        assert_eq!(r, &expected);
+    }
+    evidence(&c, &alice(), &scope, g1, q).await.unwrap();
 }
 
 #[tokio::test]

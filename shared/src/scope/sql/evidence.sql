@@ -7,7 +7,8 @@
 -- $7 kind prior for specifications, $8 how many units at most.
 --
 -- `granted` is one row when the event belongs to the principal, carries an
--- explicit authorization, and granted the product; no row otherwise. It is
+-- explicit authorization, and granted the product, and the catalog still
+-- holds the product (as compare requires); no row otherwise. It is
 -- LEFT JOINed to the ranked units, so "granted, no evidence" is one row
 -- with NULL unit columns, and "not granted" is no row at all.
 --
@@ -21,6 +22,7 @@ WITH granted AS (
     SELECT c.product_id
     FROM receipts.search_events e
     JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
+    JOIN catalog.products p ON p.product_id = c.product_id
     WHERE e.search_event_id = $1
       AND e.principal = $2
       AND e.authorized_limit IS NOT NULL
