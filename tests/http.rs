@@ -501,11 +501,12 @@ async fn the_contract_is_served_as_tools_and_openapi() {
     }
     let default: Value = serde_json::from_slice(&server.get("/api/tools").await.body).unwrap();
     assert_eq!(default, mosaic::contract::tools("skill").unwrap());
-    server.get("/api/tools?surface=soap").await.assert_error(
-        400,
-        "invalid_argument",
-        Some("surface"),
-    );
+    for bad in ["soap", "%zz", "%FF"] {
+        server
+            .get(&format!("/api/tools?surface={bad}"))
+            .await
+            .assert_error(400, "invalid_argument", Some("surface"));
+    }
     let r = server.get("/prod/api/openapi.json").await;
     assert_eq!(r.status, 200);
     let doc: Value = serde_json::from_slice(&r.body).unwrap();

@@ -1052,6 +1052,16 @@ async fn client_context_shapes_never_stop_the_function() {
         f.assert_alive();
     }
 
+    // Another tool's name is repeated in the refusal without control or
+    // bidirectional characters, and cut short.
+    let odd = format!("mosaic___\u{202E}x\u{7}{}", "y".repeat(1000));
+    let cc = json!({"custom": {"bedrockAgentCoreToolName": odd}}).to_string();
+    let v = f.agentcore(&args, Some(&cc)).await;
+    assert_eq!(error_of(&v).0, "invalid_argument", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 300, "{message}");
+    assert!(!message.contains(['\u{202E}', '\u{7}']), "{message}");
+
     // Tool arguments are held to the HTTP routes' body limit (64 KiB): a
     // larger event is refused before it is read as arguments.
     let big = json!({"query": "espresso machine", "limit": 3,

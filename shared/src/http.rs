@@ -218,7 +218,12 @@ async fn route(
             Ok((200, json!({ "status": "ok" })))
         }
         Route::Tools => {
-            let surface = query_param(req.query, "surface").unwrap_or_else(|| "skill".into());
+            // A value that does not decode names no surface: refused like
+            // any other unknown one, never read as the default.
+            let surface = match query_param(req.query, "surface") {
+                None => "skill".to_string(),
+                Some(v) => v.unwrap_or_default(),
+            };
             Ok((200, crate::contract::tools(&surface)?))
         }
         Route::OpenApi => Ok((200, crate::contract::openapi())),
@@ -241,12 +246,12 @@ async fn route(
 }
 
 /// The percent-decoded value of `name` in a raw query string.
-fn query_param(query: &str, name: &str) -> Option<String> {
+fn query_param(query: &str, name: &str) -> Option<Option<String>> {
     query
         .split('&')
         .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
         .find(|(k, _)| *k == name)
-        .and_then(|(_, v)| decode_segment(v))
+        .map(|(_, v)| decode_segment(v))
 }
 
 /// Sets `field` from the path; a body value that differs is refused.
@@ -362,7 +367,7 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
             if m.contains_key(&key) {
                 return Err(serde::de::Error::custom(format!(
                     "the key `{}` appears twice in one object",
-                    key.chars().take(64).collect::<String>()
+                    crate::error::shown_key(&key)
                 )));
             }
             m.insert(key, v);
@@ -482,6 +487,15 @@ mod tests {
             let message = e.body()["error"]["message"].as_str().unwrap().to_string();
             assert!(message.contains("appears twice"), "{message}");
         }
+        // The key is repeated without control or bidirectional characters,
+        // and cut short.
+        let key = format!(r"a\u202Eb\u0007{}", "k".repeat(500));
+        let doc = format!(r#"{{"{key}": 1, "{key}": 2}}"#);
+        let e = parse_object(doc.as_bytes()).unwrap_err();
+        let message = e.body()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains("`ab"), "{message}");
+        assert!(!message.contains('\u{202E}') && !message.contains('\u{7}'));
+        assert!(message.contains('…') && message.len() < 200, "{message}");
         // Otherwise the same value serde_json reads, numbers included.
         for good in [
             &br#"{"query": "q", "limit": 5, "filters": {"min_rating": 4.5, "max_price_cents": 18446744073709551615}}"#[..],

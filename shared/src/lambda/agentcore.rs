@@ -195,8 +195,9 @@ impl Handler {
                         code: Code::InvalidArgument,
                         field: None,
                         message: format!(
-                            "this function serves the tool `{}`, not `{tool}`",
+                            "this function serves the tool `{}`, not `{}`",
                             self.op.name(),
+                            crate::error::shown_key(tool),
                         ),
                     });
                 }
