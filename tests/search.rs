@@ -1338,6 +1338,34 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
             "{query}: a product with the word {word:?} reached the pool"
         );
     }
+
+    // Several negated words exclude a product that holds any one of them,
+    // each as a whole word: "-wire" leaves "wired" alone, "-wired" does not.
+    let pool_with = |id: uuid::Uuid, word: &'static str| {
+        let rt = &rt;
+        async move {
+            rt.query_one(
+                "SELECT count(*) FROM receipts.search_candidates c JOIN search.product_projection p USING (product_id)
+                 WHERE c.search_event_id = $1 AND p.embedding_text ~* ('\\m' || $2 || '\\M')",
+                &[&id, &word],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+        }
+    };
+    for (query, wired_left) in [
+        ("over-ear headphones -bluetooth -wire -v2.1", true),
+        ("over-ear headphones -v2.1 -wired -bluetooth", false),
+    ] {
+        let r = run(&ctx, json!({"query": query, "limit": 20}))
+            .await
+            .unwrap();
+        assert!(!r.results.is_empty(), "{query}: everything was excluded");
+        let id = r.search_event_id;
+        assert_eq!(pool_with(id, "bluetooth").await, 0, "{query}");
+        assert_eq!(pool_with(id, "wired").await > 0, wired_left, "{query}");
+    }
 }
 
 /// The names of the per-domain partial HNSW indexes.

@@ -630,7 +630,7 @@ mod tests {
     }
 
     #[test]
-    fn negated_words_make_one_whole_word_pattern() {
+    fn negated_words_make_one_alternation() {
         let terms = lexical_terms("kettle -Wired -v2.1 -wired -max-cushion");
         assert_eq!(
             negated_pattern(&terms.negated),
