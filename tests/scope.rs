@@ -669,6 +669,27 @@ async fn evidence_answers_spec_and_review_questions_with_sources() {
 }
 
 #[tokio::test]
+async fn a_scoped_read_sees_one_snapshot() {
+    // Explain reads an event, then its pool: both statements must see the
+    // same receipts, whatever a purge does between them.
+    let db = TestDb::with_sample("scope_snapshot").await;
+    let mut c = db.runtime().await;
+    let tx = mosaic::db::bounded_transaction(&mut c, 1_000, true)
+        .await
+        .unwrap();
+    let setting = async |name: &str| -> String {
+        tx.query_one("SELECT current_setting($1)", &[&name])
+            .await
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(setting("transaction_isolation").await, "repeatable read");
+    assert_eq!(setting("transaction_read_only").await, "on");
+    assert_eq!(setting("statement_timeout").await, "1s");
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
 async fn another_principal_cannot_use_the_scope() {
     let db = TestDb::with_sample("scope_principal").await;
     let c = ctx(&db, RetrievalProfile::default());

@@ -579,17 +579,20 @@ pub async fn commit(client: &Client) -> Result<(), tokio_postgres::Error> {
 }
 
 /// Starts a transaction whose every statement the server stops after
-/// `timeout_ms` (see [`set_statement_timeout`]).
+/// `timeout_ms` (see [`set_statement_timeout`]). A read-only one is
+/// REPEATABLE READ: its statements see one snapshot, so reads that belong
+/// together (an event and its pool) agree even if a retention purge runs
+/// between them. Read-only, it can never fail to serialize.
 pub async fn bounded_transaction(
     client: &mut Client,
     timeout_ms: u64,
     read_only: bool,
 ) -> Result<Transaction<'_>, tokio_postgres::Error> {
-    let tx = client
-        .build_transaction()
-        .read_only(read_only)
-        .start()
-        .await?;
+    let mut builder = client.build_transaction().read_only(read_only);
+    if read_only {
+        builder = builder.isolation_level(tokio_postgres::IsolationLevel::RepeatableRead);
+    }
+    let tx = builder.start().await?;
     set_statement_timeout(&tx, timeout_ms).await?;
     Ok(tx)
 }

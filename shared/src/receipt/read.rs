@@ -7,7 +7,9 @@
 //! authorization (`sql/read_event.sql`), and the pool statement
 //! (`sql/read_pool.sql`) repeats that predicate, so neither statement alone
 //! can read another principal's receipt. Receipts are append-only and
-//! written in one transaction, so the two reads always agree.
+//! written in one transaction, and the two reads share one snapshot (the
+//! read-only transaction is REPEATABLE READ, [`crate::db::bounded_transaction`]),
+//! so they agree even when a retention purge runs between them.
 //!
 //! The operator reads ([`principal_of`], [`sample`], [`tally`],
 //! [`event_count`]) run on the owner role: replaying any event, sampling
