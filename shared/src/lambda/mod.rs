@@ -15,8 +15,9 @@
 //!   tool name, is an `invalid_argument` error.
 //! * **API Gateway HTTP API, payload 2.0** — only without any of the
 //!   gateway's keys in the client context, and only for the v2 envelope
-//!   (`version` `"2.0"` and a `requestContext.http` object). The raw path (`rawPath`, stage prefix included unless the
-//!   stage is `$default`), the raw query string and the body (base64-decoded
+//!   (`version` `"2.0"` and a `requestContext.http` object). The raw path
+//!   (`rawPath`, stage prefix included unless the stage is `$default`), the
+//!   raw query string and the body (base64-decoded
 //!   when `isBase64Encoded`) go to the shared router [`http::handle`], and
 //!   its response comes back as an API Gateway proxy result `{statusCode,
 //!   headers, body, isBase64Encoded}`. Status codes and error envelopes are
