@@ -2,7 +2,7 @@
 //! of the test's own that understands just enough of the protocol to cut a
 //! connection at the worst moments of a receipt write:
 //!
-//! - after the receipt's INSERTs and its COMMIT reached the server, before
+//! - after the receipt's write and its COMMIT reached the server, before
 //!   the server's reply reaches the service (the receipt is committed, the
 //!   service cannot know): the search is a 503, never a 200;
 //! - before the COMMIT is forwarded (the server rolls back): a 503 and no
@@ -133,7 +133,7 @@ impl Proxy {
 }
 
 /// Relays one connection; when the client side sends the COMMIT of a
-/// transaction that inserted candidates, applies the armed fault once.
+/// transaction that wrote a receipt, applies the armed fault once.
 async fn relay(client: TcpStream, server: TcpStream, fault: Arc<AtomicU8>) {
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
@@ -147,7 +147,7 @@ async fn relay(client: TcpStream, server: TcpStream, fault: Arc<AtomicU8>) {
                 Ok(n) => n,
             };
             let chunk = &buf[..n];
-            wrote_receipt |= contains(chunk, b"receipts.search_candidates");
+            wrote_receipt |= contains(chunk, b"receipts.record(");
             if wrote_receipt && contains(chunk, b"COMMIT") {
                 wrote_receipt = false;
                 let f = fault.swap(Fault::None as u8, Ordering::SeqCst);
@@ -256,7 +256,7 @@ async fn a_connection_cut_around_the_receipt_commit_never_yields_a_200_without_i
     let ctx = Ctx::from_url(&proxied, 2, profile)
         .unwrap()
         .with_embedder(Arc::new(mosaic::embed::HashingEmbedder::new(384)));
-    let observer = db.runtime().await;
+    let observer = db.owner().await;
 
     let queries = [
         "espresso machine",
@@ -335,7 +335,7 @@ async fn a_restart_in_the_middle_of_load_loses_no_receipt_and_the_service_comes_
             .unwrap()
             .with_embedder(Arc::new(mosaic::embed::HashingEmbedder::new(384))),
     );
-    let observer = db.runtime().await;
+    let observer = db.owner().await;
     let before_events = events(&observer).await;
 
     let queries = [

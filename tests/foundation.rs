@@ -177,26 +177,177 @@ async fn the_runtime_role_cannot_change_the_catalog_or_rewrite_receipts() {
     ] {
         denied(&rt, sql).await;
     }
-    // Receipts: append and read, never rewrite.
-    rt.batch_execute(
+    // Receipts: the tables are the owner's; the runtime role neither reads,
+    // writes, rewrites nor deletes them directly.
+    for sql in [
+        "SELECT count(*) FROM receipts.search_events",
+        "SELECT count(*) FROM receipts.search_candidates",
+        "SELECT count(*) FROM receipts.search_events_default",
+        "SELECT principal FROM receipts.search_events WHERE principal = 'anonymous'",
         "INSERT INTO receipts.search_events (search_event_id, principal, applied_filters, strategy, pool_size,
              result_limit, authorized_limit, served_count, rerank_status, models, arms, timings_ms, warnings, profile)
          VALUES ('00000000-0000-4000-8000-000000000001', 'anonymous', '{}', 'hybrid', 0, 10, 10, 0, 'skipped',
                  '{}', '{}', '{}', '[]', '{}')",
+        "INSERT INTO receipts.search_candidates (search_event_id, product_id, pre_rerank_rank, final_rank,
+             granted, match_reason, source_uri, source_revision)
+         VALUES ('00000000-0000-4000-8000-000000000001', 'P0000001', 1, 1, false, 'lexical', 'x', 1)",
+        "UPDATE receipts.search_events SET principal = 'someone-else'",
+        "DELETE FROM receipts.search_events",
+        "UPDATE receipts.search_candidates SET granted = true",
+        "DELETE FROM receipts.search_candidates",
+    ] {
+        denied(&rt, sql).await;
+    }
+}
+
+/// A call of `receipts.record` (the runtime role's only receipt write):
+/// event `event` of `principal`, one pool member per product, the first
+/// `granted` of them granted and served.
+fn record_sql(event: &str, principal: &str, products: &[&str], granted: usize) -> String {
+    let n = products.len();
+    let list = |f: &dyn Fn(usize) -> String, ty: &str| {
+        let items: Vec<String> = (0..n).map(f).collect();
+        format!("ARRAY[{}]::{ty}[]", items.join(","))
+    };
+    let nulls = |ty: &str| list(&|_| "NULL".into(), ty);
+    format!(
+        "SELECT receipts.record('{event}', '{principal}', NULL, 'q', 'q', '{{}}', 'hybrid', NULL, NULL,
+             {n}, 10, {granted}, {granted}, 'skipped', '{{}}', '{{}}', '{{}}', '[]', '{{}}', NULL, NULL, NULL, NULL,
+             {ids}, {ranks}, {ni}, {nf}, {ni}, {nf}, {ni}, {nf}, {nf}, {nf}, {ranks}, {served}, {granted_flags},
+             {exact}, {reasons}, {uris}, {revs}, {ns}, {ns})",
+        ids = list(&|i| format!("'{}'", products[i]), "text"),
+        ranks = list(&|i| (i + 1).to_string(), "int"),
+        ni = nulls("int"),
+        nf = nulls("float8"),
+        ns = nulls("int2"),
+        served = list(
+            &|i| if i < granted { (i + 1).to_string() } else { "NULL".into() },
+            "int"
+        ),
+        granted_flags = list(&|i| (i < granted).to_string(), "bool"),
+        exact = list(&|_| "false".into(), "bool"),
+        reasons = list(&|_| "'lexical'".into(), "text"),
+        uris = list(&|_| "'x'".into(), "text"),
+        revs = list(&|_| "1".into(), "int"),
     )
+}
+
+#[tokio::test]
+async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
+    let db = TestDb::with_sample("receipt_functions").await;
+    let rt = db.runtime().await;
+    let owner = db.owner().await;
+    let event = "00000000-0000-4000-8000-000000000003";
+    rt.batch_execute(&record_sql(
+        event,
+        "alice",
+        &["P0000001", "P0000002", "P0000003"],
+        2,
+    ))
     .await
     .unwrap();
-    rt.query_one("SELECT count(*) FROM receipts.search_events", &[])
+    let count = |sql: String| {
+        let rt = &rt;
+        async move { rt.query_one(&sql, &[]).await.unwrap().get::<_, i64>(0) }
+    };
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM receipts.event_of('{event}', 'alice')"
+        ))
+        .await,
+        1
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM receipts.pool_of('{event}', 'alice')"
+        ))
+        .await,
+        3
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM receipts.pool_of('{event}', 'alice') WHERE granted"
+        ))
+        .await,
+        2
+    );
+    // Another principal, or an event never recorded, reads nothing.
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM receipts.event_of('{event}', 'bob')"
+        ))
+        .await,
+        0
+    );
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM receipts.pool_of('{event}', 'bob')"
+        ))
+        .await,
+        0
+    );
+    let unknown = "00000000-0000-4000-8000-0000000000fe";
+    assert_eq!(
+        count(format!(
+            "SELECT count(*) FROM receipts.pool_of('{unknown}', 'alice')"
+        ))
+        .await,
+        0
+    );
+
+    // A recorded id cannot be written again, for any principal, so nothing
+    // can be added to an event after its transaction.
+    for principal in ["alice", "bob"] {
+        let sql = record_sql(event, principal, &["P0000004"], 1);
+        let err = rt.batch_execute(&sql).await.expect_err(&sql);
+        assert_eq!(
+            err.code(),
+            Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+            "{err}"
+        );
+    }
+    let rows: Vec<(String, bool)> = owner
+        .query(
+            "SELECT product_id, granted FROM receipts.search_candidates
+              WHERE search_event_id = $1::text::uuid ORDER BY product_id",
+            &[&event],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("P0000001".to_string(), true),
+            ("P0000002".to_string(), true),
+            ("P0000003".to_string(), false)
+        ]
+    );
+    // The functions run as their owner with a fixed search_path, and no
+    // one else may call them.
+    let rows = owner
+        .query(
+            "SELECT p.proname, p.prosecdef, p.proconfig::text,
+                    has_function_privilege('public', p.oid, 'EXECUTE')
+               FROM pg_proc p WHERE p.pronamespace = 'receipts'::regnamespace
+                AND p.proname IN ('record', 'event_of', 'pool_of') ORDER BY 1",
+            &[],
+        )
         .await
         .unwrap();
-    denied(
-        &rt,
-        "UPDATE receipts.search_events SET principal = 'someone-else'",
-    )
-    .await;
-    denied(&rt, "DELETE FROM receipts.search_events").await;
-    denied(&rt, "UPDATE receipts.search_candidates SET granted = true").await;
-    denied(&rt, "DELETE FROM receipts.search_candidates").await;
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        let name: String = r.get(0);
+        assert!(r.get::<_, bool>(1), "{name} is SECURITY DEFINER");
+        assert_eq!(
+            r.get::<_, Option<String>>(2).as_deref(),
+            Some("{\"search_path=pg_catalog, pg_temp\"}"),
+            "{name}"
+        );
+        assert!(!r.get::<_, bool>(3), "PUBLIC may not call {name}");
+    }
 }
 
 /// A candidate row of receipt `event` at `created_at` (SQL text), as the
@@ -212,7 +363,8 @@ fn candidate_sql(event: &str, created_at: &str, product: &str) -> String {
 #[tokio::test]
 async fn a_candidate_must_name_a_recorded_event_and_an_event_keeps_its_candidates() {
     let db = TestDb::with_sample("candidate_check").await;
-    let rt = db.runtime().await;
+    // The owner writes the tables directly; the runtime role cannot.
+    let rt = db.owner().await;
     let event = "00000000-0000-4000-8000-000000000002";
     rt.batch_execute(&format!(
         "INSERT INTO receipts.search_events (search_event_id, principal, applied_filters, strategy, pool_size,

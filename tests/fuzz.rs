@@ -235,7 +235,7 @@ async fn events(c: &tokio_postgres::Client) -> i64 {
 #[test]
 fn hostile_requests_are_never_a_5xx_and_refusals_write_no_receipt() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (db, c, rt_client, event, granted) = rt.block_on(async {
+    let (db, c, observer, event, granted) = rt.block_on(async {
         let db = TestDb::with_sample("fuzz_http").await;
         let c = ctx(&db, RetrievalProfile::default());
         let principal = Principal("local:fuzz".into());
@@ -260,11 +260,11 @@ fn hostile_requests_are_never_a_5xx_and_refusals_write_no_receipt() {
             .iter()
             .map(|r| r["product_id"].as_str().unwrap().to_string())
             .collect();
-        let rt_client = db.runtime().await;
+        let observer = db.owner().await;
         (
             db,
             c,
-            rt_client,
+            observer,
             v["search_event_id"].as_str().unwrap().to_string(),
             granted,
         )
@@ -283,7 +283,7 @@ fn hostile_requests_are_never_a_5xx_and_refusals_write_no_receipt() {
     runner
         .run(&hostile_request(event, granted), |req| {
             let (status, body, before, after) = rt.block_on(async {
-                let before = events(&rt_client).await;
+                let before = events(&observer).await;
                 let resp = http::handle(
                     &c,
                     &principal,
@@ -296,7 +296,7 @@ fn hostile_requests_are_never_a_5xx_and_refusals_write_no_receipt() {
                     },
                 )
                 .await;
-                let after = events(&rt_client).await;
+                let after = events(&observer).await;
                 (resp.status, resp.body, before, after)
             });
             let route = req.path.split('/').nth(2).unwrap_or("").to_string();
@@ -333,7 +333,7 @@ fn hostile_requests_are_never_a_5xx_and_refusals_write_no_receipt() {
         );
     }
     drop(c);
-    drop(rt_client);
+    drop(observer);
     drop(db);
 }
 
@@ -486,7 +486,7 @@ const CLIENT_CODES: [&str; 6] = [
 #[test]
 fn hostile_agentcore_tool_arguments_are_never_a_server_error_and_refusals_write_no_receipt() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (db, handlers, rt_client, event, granted) = rt.block_on(async {
+    let (db, handlers, observer, event, granted) = rt.block_on(async {
         let db = TestDb::with_sample("fuzz_agentcore").await;
         let handlers = handlers(&db);
         let args = json!({"query": "wireless headphones", "limit": 5, "rerank": false}).to_string();
@@ -500,9 +500,9 @@ fn hostile_agentcore_tool_arguments_are_never_a_server_error_and_refusals_write_
             .map(|r| r["product_id"].as_str().unwrap().to_string())
             .collect();
         assert!(granted.len() >= 2, "{out}");
-        let rt_client = db.runtime().await;
+        let observer = db.owner().await;
         let event = out["search_event_id"].as_str().unwrap().to_string();
-        (db, handlers, rt_client, event, granted)
+        (db, handlers, observer, event, granted)
     });
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -518,9 +518,9 @@ fn hostile_agentcore_tool_arguments_are_never_a_server_error_and_refusals_write_
         .run(&hostile_invocation(event, granted), |(i, args)| {
             let handler = &handlers[i];
             let (out, before, after) = rt.block_on(async {
-                let before = events(&rt_client).await;
+                let before = events(&observer).await;
                 let out = invoke(handler, &args).await;
-                let after = events(&rt_client).await;
+                let after = events(&observer).await;
                 (out, before, after)
             });
             let tool = handler.op.name();
@@ -571,6 +571,6 @@ fn hostile_agentcore_tool_arguments_are_never_a_server_error_and_refusals_write_
         assert!(scoped > 0, "no scoped call was served: {tally:?}");
     }
     drop(handlers);
-    drop(rt_client);
+    drop(observer);
     drop(db);
 }

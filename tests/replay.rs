@@ -4,13 +4,14 @@
 //! the real PostgreSQL and the sample catalog, on the runtime role, with
 //! the hashing embedder and the local reranker.
 
+use mosaic::embed::HashingEmbedder;
 use mosaic::http::{handle, HttpRequest};
 use mosaic::replay::{replay, replay_sample, Caller, Cause, MoveKind, ProfileChoice, ReplayReport};
 use mosaic::rerank::local::LocalReranker;
 use mosaic::scope::explain_retrieval;
 use mosaic::search::{search_json, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
-use mosaic_integration_tests::{a_brand, ctx, misspelt, TestDb};
+use mosaic_integration_tests::{a_brand, misspelt, TestDb};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -23,9 +24,15 @@ fn bob() -> Principal {
     Principal("bob".into())
 }
 
-/// The serving context: the template's hashing embedder, the local reranker.
+/// The operator's context, as `mosaic replay` makes it: the owner role's
+/// URL (an operator reads any principal's receipt; the runtime role reads
+/// one only given its principal), the template's hashing embedder, the
+/// local reranker. The searches it replays run there too.
 fn serving(db: &TestDb, profile: RetrievalProfile) -> Ctx {
-    ctx(db, profile).with_reranker(Arc::new(LocalReranker::new()))
+    Ctx::from_url(&db.url(), 4, profile)
+        .expect("context")
+        .with_embedder(Arc::new(HashingEmbedder::new(384)))
+        .with_reranker(Arc::new(LocalReranker::new()))
 }
 
 /// Runs a search as `who`; returns its search_event_id and served ids.

@@ -67,9 +67,9 @@ fn assert_invalid(status: u16, body: &Value, field: &str, what: &str) {
 async fn control_characters_in_any_string_are_400s_that_name_the_field_and_write_nothing() {
     let db = TestDb::with_sample("robust_ctrl").await;
     let c = ctx(&db, RetrievalProfile::default());
-    let rt = db.runtime().await;
+    let observer = db.owner().await;
     let (event, granted) = searched(&c).await;
-    let before = events(&rt).await;
+    let before = events(&observer).await;
 
     // The two inputs that used to reach PostgreSQL and come back as 503.
     let (s, b) = post(
@@ -174,7 +174,7 @@ async fn control_characters_in_any_string_are_400s_that_name_the_field_and_write
     .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(
-        events(&rt).await,
+        events(&observer).await,
         before + 1,
         "a refused request wrote a receipt"
     );
@@ -184,8 +184,8 @@ async fn control_characters_in_any_string_are_400s_that_name_the_field_and_write
 async fn a_query_with_more_negated_words_than_the_profile_allows_is_a_400() {
     let db = TestDb::with_sample("robust_neg").await;
     let c = ctx(&db, RetrievalProfile::default());
-    let rt = db.runtime().await;
-    let before = events(&rt).await;
+    let observer = db.owner().await;
+    let before = events(&observer).await;
     let many: Vec<String> = (0..300).map(|i| format!("-w{i}")).collect();
     let (s, b) = post(
         &c,
@@ -203,7 +203,7 @@ async fn a_query_with_more_negated_words_than_the_profile_allows_is_a_400() {
     )
     .await;
     assert_invalid(s, &b, "query", "one negated word too many");
-    assert_eq!(events(&rt).await, before);
+    assert_eq!(events(&observer).await, before);
     let at: Vec<String> = (0..limit).map(|i| format!("-w{i}")).collect();
     let (s, b) = post(
         &c,
@@ -225,8 +225,8 @@ async fn a_locked_receipts_table_makes_a_search_a_503_in_time_and_leaves_nothing
             .with_embedder(std::sync::Arc::new(mosaic::embed::HashingEmbedder::new(
                 384,
             )));
-        let rt = db.runtime().await;
-        let before = events(&rt).await;
+        let observer = db.owner().await;
+        let before = events(&observer).await;
         let body = json!({"query": "espresso machine", "rerank": false});
         locked_then_served(
             &db,
@@ -236,7 +236,7 @@ async fn a_locked_receipts_table_makes_a_search_a_503_in_time_and_leaves_nothing
             || post(&c, "/api/search", &body),
         )
         .await;
-        assert_eq!(events(&rt).await, before + 1, "{bound}: receipts");
+        assert_eq!(events(&observer).await, before + 1, "{bound}: receipts");
     }
 }
 

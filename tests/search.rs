@@ -334,7 +334,7 @@ async fn the_semantic_arm_fills_its_limit_on_every_route() {
         );
         assert_eq!(d.arms[Arm::Semantic].returned, 150, "{filters}: {route}");
         // The receipt records the route and the eligible estimate.
-        let rt = db.runtime().await;
+        let rt = db.owner().await;
         let row = rt
             .query_one(
                 "SELECT semantic_route, eligible_estimate FROM receipts.search_events WHERE search_event_id = $1",
@@ -475,7 +475,8 @@ async fn a_slow_or_failing_reranker_keeps_the_fused_order_within_the_deadline() 
 async fn every_pool_member_has_a_receipt_and_a_failed_receipt_serves_nothing() {
     let db = TestDb::with_sample("receipt").await;
     let c = ctx(&db, RetrievalProfile::default());
-    let rt = db.runtime().await;
+    // The receipt tables are the owner's to read.
+    let rt = db.owner().await;
     let r = run(
         &c,
         json!({"query": "espresso machine", "limit": 7, "authorized_limit": 3, "session_id": "s-1",
@@ -525,11 +526,16 @@ async fn every_pool_member_has_a_receipt_and_a_failed_receipt_serves_nothing() {
     assert_eq!(ev.get::<_, Option<String>>(6).as_deref(), Some("60"));
     assert!(ev.get::<_, bool>(7));
 
-    // Take away the runtime role's right to write candidates: the event
-    // insert succeeds, the candidate insert fails, the transaction rolls back.
+    // Make the pool's write fail: the event's insert succeeds, the
+    // candidates' insert fails, the transaction rolls back.
     db.owner()
         .await
-        .batch_execute("REVOKE INSERT ON receipts.search_candidates FROM mosaic_runtime")
+        .batch_execute(
+            "CREATE FUNCTION receipts.refuse_candidates() RETURNS trigger LANGUAGE plpgsql
+                 AS $$BEGIN RAISE EXCEPTION 'candidates refused by the test'; END$$;
+             CREATE TRIGGER refuse_candidates AFTER INSERT ON receipts.search_candidates
+                 FOR EACH STATEMENT EXECUTE FUNCTION receipts.refuse_candidates()",
+        )
         .await
         .unwrap();
     let c = ctx(&db, RetrievalProfile::default());
@@ -540,7 +546,7 @@ async fn every_pool_member_has_a_receipt_and_a_failed_receipt_serves_nothing() {
     assert_eq!(err.status(), 503);
     assert_eq!(err.body()["error"]["code"], "unavailable");
     assert!(
-        !err.body().to_string().contains("permission"),
+        !err.body().to_string().contains("refused"),
         "internals leaked: {}",
         err.body()
     );
@@ -551,7 +557,7 @@ async fn every_pool_member_has_a_receipt_and_a_failed_receipt_serves_nothing() {
 async fn bad_input_gets_a_stable_400_and_writes_nothing() {
     let db = TestDb::with_sample("badinput").await;
     let c = ctx(&db, RetrievalProfile::default());
-    let rt = db.runtime().await;
+    let rt = db.owner().await;
     let long = "x".repeat(1_001);
     let cases: Vec<(Value, &str, Option<&str>)> = vec![
         (json!([1, 2]), "invalid_json", None),
@@ -1301,7 +1307,7 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
         .unwrap();
     let d = r.diagnostics.as_ref().unwrap();
     assert!(d.arms[Arm::Semantic].returned > 0 && d.arms[Arm::Lexical].returned > 0);
-    let rt = db.runtime().await;
+    let rt = db.owner().await;
     let leaked: i64 = rt
         .query_one(
             "SELECT count(*) FROM receipts.search_candidates c JOIN search.product_projection p USING (product_id)

@@ -71,6 +71,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(23, "0023_price_ceiling_kept.sql"),
     migration!(24, "0024_domain_vectors.sql"),
     migration!(25, "0025_term_domains.sql"),
+    migration!(26, "0026_receipt_functions.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -1,9 +1,10 @@
 //! Writing a search receipt: the event and every pool member, in one
 //! transaction whose statements are bounded by the profile's
-//! `statement_timeout_ms`. The runtime role may only INSERT here, so a
-//! receipt, once written, is never rewritten. The candidates'
-//! `event_created_at` (their day partition, see `sql/0012`) defaults to the
-//! transaction's start time, which is the event's `created_at`.
+//! `statement_timeout_ms`. The runtime role writes a receipt only through
+//! `receipts.record` (`sql/0026`), which writes a new event and its whole
+//! pool, so a receipt, once written, is never rewritten or added to. Event
+//! and candidates carry the transaction's start time as `created_at` and
+//! `event_created_at` (their day partition, see `sql/0012`).
 
 use crate::context::Principal;
 use crate::search::understand::Understanding;
@@ -46,10 +47,11 @@ pub(crate) struct ReplayOf {
     pub ineligible: Vec<String>,
 }
 
-/// Writes the receipt of one search: the event, then its pool, in one
-/// transaction, sent as one pipeline ([`crate::db::begin`]): the start, the
-/// statement bound, both inserts and the commit in one round trip. Success
-/// means the commit succeeded.
+/// Writes the receipt of one search: the event and its pool in one call of
+/// `receipts.record` (`sql/0026`), the runtime role's only way to write a
+/// receipt, inside a transaction bounded by the statement timeout and sent
+/// as one pipeline ([`crate::db::begin`]): the start, the bound, the call
+/// and the commit in one round trip. Success means the commit succeeded.
 pub(crate) async fn write(
     client: &mut Client,
     ev: &EventRecord<'_>,
@@ -60,23 +62,23 @@ pub(crate) async fn write(
     tokio::try_join!(
         crate::db::begin(client, false),
         crate::db::set_statement_timeout(client, statement_timeout_ms),
-        write_event(client, ev, members.len()),
-        write_pool(client, ev.id, members),
+        record(client, ev, members),
         crate::db::commit(client),
     )?;
     Ok(())
 }
 
-/// The event's row of `receipts.search_events`.
-async fn write_event(
+/// The call of `receipts.record`: the event's columns, then one array per
+/// column of `receipts.search_candidates`, an element per pool member.
+async fn record(
     tx: &Client,
     ev: &EventRecord<'_>,
-    pool_size: usize,
+    members: &[Member],
 ) -> Result<(), tokio_postgres::Error> {
     let filters = serde_json::to_value(&ev.req.filters).unwrap_or(Value::Null);
     let timings = serde_json::to_value(ev.timings).unwrap_or(Value::Null);
     let warnings = serde_json::to_value(ev.warnings).unwrap_or(Value::Null);
-    let pool_size = pool_size as i32;
+    let pool_size = members.len() as i32;
     let limit = ev.req.limit as i32;
     let authorized = ev.req.authorized_limit as i32;
     let replays = ev.replay.map(|r| r.event);
@@ -88,51 +90,7 @@ async fn write_event(
     let principal = ev.principal.as_str();
     let strategy = ev.strategy.as_str();
     let rerank_status = ev.rerank_status.as_str();
-    tx.execute_typed(
-        "INSERT INTO receipts.search_events (
-             search_event_id, principal, session_id, query_text, normalized_query, applied_filters,
-             strategy, semantic_route, eligible_estimate, pool_size, result_limit, authorized_limit,
-             served_count, rerank_status, models, arms, timings_ms, warnings, profile,
-             replays_event_id, replay_profile, replay_ineligible, query_understanding)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-                 $20, $21, $22, $23)",
-        &[
-            (&ev.id, Type::UUID),
-            (&principal, Type::TEXT),
-            (&ev.req.session_id, Type::TEXT),
-            (&ev.req.query, Type::TEXT),
-            (&ev.req.normalized_query, Type::TEXT),
-            (&filters, Type::JSONB),
-            (&strategy, Type::TEXT),
-            (&ev.semantic_route, Type::TEXT),
-            (&ev.eligible_estimate, Type::INT8),
-            (&pool_size, Type::INT4),
-            (&limit, Type::INT4),
-            (&authorized, Type::INT4),
-            (&ev.served_count, Type::INT4),
-            (&rerank_status, Type::TEXT),
-            (ev.models, Type::JSONB),
-            (&ev.arms, Type::JSONB),
-            (&timings, Type::JSONB),
-            (&warnings, Type::JSONB),
-            (&ev.profile, Type::JSONB),
-            (&replays, Type::UUID),
-            (&replay_profile, Type::TEXT),
-            (&replay_ineligible, Type::TEXT_ARRAY),
-            (&understanding, Type::JSONB),
-        ],
-    )
-    .await?;
-    Ok(())
-}
 
-/// One row of `receipts.search_candidates` per pool member, in one
-/// statement over parallel arrays.
-async fn write_pool(
-    tx: &Client,
-    id: Uuid,
-    members: &[Member],
-) -> Result<(), tokio_postgres::Error> {
     let col =
         |f: &dyn Fn(&Member) -> Option<f64>| members.iter().map(f).collect::<Vec<Option<f64>>>();
     let rank = |arm: usize| {
@@ -163,17 +121,34 @@ async fn write_pool(
     };
     let (broken, kept) = (standing(|s| s.broken), standing(|s| s.kept));
     tx.execute_typed(
-        "INSERT INTO receipts.search_candidates (
-             search_event_id, product_id, pre_rerank_rank, lexical_rank, lexical_score, trigram_rank,
-             trigram_score, semantic_rank, semantic_score, rrf_score, rerank_score, final_rank,
-             served_rank, granted, exact_match, match_reason, source_uri, source_revision,
-             bounds_broken, bounds_kept)
-         SELECT $1, * FROM unnest($2::text[], $3::int[], $4::int[], $5::float8[], $6::int[], $7::float8[],
-                                  $8::int[], $9::float8[], $10::float8[], $11::float8[], $12::int[],
-                                  $13::int[], $14::bool[], $15::bool[], $16::text[], $17::text[], $18::int[],
-                                  $19::int2[], $20::int2[])",
+        "SELECT receipts.record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                                $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28,
+                                $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41,
+                                $42)",
         &[
-            (&id, Type::UUID),
+            (&ev.id, Type::UUID),
+            (&principal, Type::TEXT),
+            (&ev.req.session_id, Type::TEXT),
+            (&ev.req.query, Type::TEXT),
+            (&ev.req.normalized_query, Type::TEXT),
+            (&filters, Type::JSONB),
+            (&strategy, Type::TEXT),
+            (&ev.semantic_route, Type::TEXT),
+            (&ev.eligible_estimate, Type::INT8),
+            (&pool_size, Type::INT4),
+            (&limit, Type::INT4),
+            (&authorized, Type::INT4),
+            (&ev.served_count, Type::INT4),
+            (&rerank_status, Type::TEXT),
+            (ev.models, Type::JSONB),
+            (&ev.arms, Type::JSONB),
+            (&timings, Type::JSONB),
+            (&warnings, Type::JSONB),
+            (&ev.profile, Type::JSONB),
+            (&replays, Type::UUID),
+            (&replay_profile, Type::TEXT),
+            (&replay_ineligible, Type::TEXT_ARRAY),
+            (&understanding, Type::JSONB),
             (&ids, Type::TEXT_ARRAY),
             (&pre, Type::INT4_ARRAY),
             (&lexical, Type::INT4_ARRAY),

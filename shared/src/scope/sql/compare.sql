@@ -1,6 +1,8 @@
 -- compare_products: the event, its granted candidates and their catalog
 -- rows, in ONE statement: only products this event granted to this
--- principal come back, and nothing is retrieved anew.
+-- principal come back, and nothing is retrieved anew. receipts.pool_of
+-- (sql/0026) returns the pool only when the event belongs to the principal
+-- and carries an explicit authorization.
 --
 -- $1 retrieval scope (search_event_id), $2 principal, $3 product ids (text[]).
 -- The caller refuses unless every requested id comes back.
@@ -11,12 +13,8 @@ SELECT c.product_id, c.served_rank, c.pre_rerank_rank, c.final_rank,
        c.bounds_broken, c.bounds_kept,
        p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.price_cents,
        p.currency, p.rating, p.availability, p.attributes, p.source_uri, p.revision
-FROM receipts.search_events e
-JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
+FROM receipts.pool_of($1, $2) c
 JOIN catalog.products p ON p.product_id = c.product_id
-WHERE e.search_event_id = $1
-  AND e.principal = $2
-  AND e.authorized_limit IS NOT NULL
-  AND c.granted
+WHERE c.granted
   AND c.product_id = ANY ($3::text[])
 ORDER BY c.served_rank, c.product_id;

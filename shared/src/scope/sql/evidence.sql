@@ -7,10 +7,11 @@
 -- $7 kind prior for specifications, $8 how many units at most.
 --
 -- `granted` is one row when the event belongs to the principal, carries an
--- explicit authorization, and granted the product, and the catalog still
--- holds the product (as compare requires); no row otherwise. It is
--- LEFT JOINed to the ranked units, so "granted, no evidence" is one row
--- with NULL unit columns, and "not granted" is no row at all.
+-- explicit authorization (receipts.pool_of, sql/0026), and granted the
+-- product, and the catalog still holds the product (as compare requires);
+-- no row otherwise. It is LEFT JOINed to the ranked units, so "granted, no
+-- evidence" is one row with NULL unit columns, and "not granted" is no row
+-- at all.
 --
 -- score = ts_rank_cd(OR over the terms; normalised to 0..1)
 --       + 0.5 * mean over terms of pg_trgm word_similarity(term, title+body)
@@ -20,13 +21,9 @@
 -- together, rank higher.
 WITH granted AS (
     SELECT c.product_id
-    FROM receipts.search_events e
-    JOIN receipts.search_candidates c ON c.search_event_id = e.search_event_id AND c.event_created_at = e.created_at
+    FROM receipts.pool_of($1, $2) c
     JOIN catalog.products p ON p.product_id = c.product_id
-    WHERE e.search_event_id = $1
-      AND e.principal = $2
-      AND e.authorized_limit IS NOT NULL
-      AND c.product_id = $3
+    WHERE c.product_id = $3
       AND c.granted
 ), q AS (
     SELECT websearch_to_tsquery('english', $4) AS tsq
