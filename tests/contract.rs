@@ -246,6 +246,48 @@ fn the_validator_accepts_every_contract_argument_and_the_contract_bounds() {
     }
 }
 
+/// The contract's pattern for "some text" (a search's query, an evidence
+/// question) is what the validator calls text: a string whose whitespace
+/// and invisible characters alone normalise to nothing is refused by both,
+/// one with a visible character passes both.
+#[test]
+fn the_text_patterns_are_what_the_validator_calls_text() {
+    let search = &op("search_products").input_schema;
+    let branch = search["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["required"] == json!(["query"]))
+        .unwrap();
+    let query = branch["properties"]["query"]["pattern"].as_str().unwrap();
+    let question = op("get_product_evidence").input_schema["properties"]["evidence_query"]
+        ["pattern"]
+        .as_str()
+        .unwrap();
+    assert_eq!(query, question);
+    let pattern = regex::Regex::new(query).unwrap();
+    for s in [
+        "kettle",
+        "漢",
+        "🙂",
+        "a\u{200C}",
+        "\u{202E}x",
+        " ",
+        "\t\r\n",
+        "\u{3000}",
+        "\u{200B}",
+        "\u{200B} \u{2060}\u{200D}",
+        "\u{200C}",
+        "\u{FEFF}",
+        "\u{00AD}",
+        "\u{061C}",
+        "\u{2066}\u{2069}",
+    ] {
+        let text = !mosaic::search::request::normalize_query(s).is_empty();
+        assert_eq!(pattern.is_match(s), text, "{s:?}");
+    }
+}
+
 /// A context whose database does not exist: the probes below are refused
 /// before any connection is made.
 fn offline_ctx() -> Ctx {

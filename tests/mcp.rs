@@ -382,6 +382,12 @@ async fn a_call_the_protocol_cannot_carry_is_invalid_params() {
             json!({"jsonrpc": "2.0", "id": 6, "method": "catalog/drop", "params": {}}),
             // The session still serves a well-formed call afterwards.
             json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}),
+            // An unknown tool's name is repeated cut short and without
+            // control or bidirectional characters.
+            call(
+                8,
+                json!({"name": format!("drop\u{202E}{}\u{0007}", "x".repeat(5_000)), "arguments": {}}),
+            ),
         ],
     )
     .await;
@@ -398,10 +404,15 @@ async fn a_call_the_protocol_cannot_carry_is_invalid_params() {
     }
     assert_eq!(answers[5]["error"]["code"], -32601, "{}", answers[5]);
     assert_eq!(answers[6]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(answers[7]["error"]["code"], -32602, "{}", answers[7]);
+    let message = answers[7]["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("unknown tool `dropxxx"), "{message}");
+    assert!(message.chars().count() < 100, "{message}");
+    assert!(!message.contains(['\u{202E}', '\u{0007}']), "{message}");
     let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
     assert_eq!(
         ids,
-        [1, 2, 3, 4, 5, 6, 7]
+        [1, 2, 3, 4, 5, 6, 7, 8]
             .map(|i| json!(i))
             .iter()
             .collect::<Vec<_>>()

@@ -191,7 +191,7 @@ impl ServerHandler for McpServer {
         let name = request.name.to_string();
         let Some(op) = Operation::from_name(&name) else {
             return Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`"),
+                format!("unknown tool `{}`", mosaic::error::shown_key(&name)),
                 None,
             ));
         };

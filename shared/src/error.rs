@@ -84,7 +84,7 @@ pub const SHOWN_KEY_CHARS: usize = 64;
 /// A caller's key (or name) as an error repeats it ([`Error::unknown_field`],
 /// a key named twice, a tool name): without control or bidirectional
 /// characters, cut at [`SHOWN_KEY_CHARS`] characters and `…`.
-pub(crate) fn shown_key(key: &str) -> String {
+pub fn shown_key(key: &str) -> String {
     let mut kept = key
         .chars()
         .filter(|c| !c.is_control() && !crate::search::request::is_bidi_control(*c));
