@@ -25,7 +25,7 @@ use tokio_postgres::{CancelToken, Client, GenericClient, NoTls, Transaction};
 /// The local development database the project starts itself
 /// (`scripts/db.sh`): the owner role, used for migrations and loading.
 pub const LOCAL_OWNER_URL: &str = "postgres://mosaic_owner:mosaic_owner@127.0.0.1:54329/mosaic";
-/// The local runtime role: reads the catalog, appends receipts.
+/// The local runtime role: reads the catalog, writes and reads receipts through their functions.
 pub const LOCAL_RUNTIME_URL: &str =
     "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:54329/mosaic";
 
