@@ -9,9 +9,11 @@
 -- role may only call:
 --
 -- * receipts.record(...): writes one new event and its whole pool in one
---   statement. The candidates take the event's id and its created_at (the
---   transaction's start), so nothing can be added to an event written
---   before; an id that is already recorded is refused (unique_violation).
+--   statement and returns the event's id, which it draws itself (a random
+--   UUID), so no caller can name an id already recorded, and nothing can be
+--   added to an event written before. The candidates take that id and the
+--   event's created_at (the transaction's start). Every pool array must
+--   hold one element per member.
 -- * receipts.event_of(event, principal): the event, when it belongs to the
 --   principal and carries an explicit authorization; no row otherwise.
 -- * receipts.pool_of(event, principal): that event's pool, under the same
@@ -19,12 +21,12 @@
 --
 -- Reading therefore takes both the event's id (a random UUID handed only to
 -- its caller) and its principal: no listing, no counting, no scan of other
--- principals' receipts. The functions run as their owner (SECURITY DEFINER)
--- with a fixed search_path, so a caller's objects cannot stand in for the
--- tables or operators they name. Running this file again changes nothing.
+-- principals' receipts. The functions run as their owner, the role that
+-- runs the migrations and owns the tables (SECURITY DEFINER), with a fixed
+-- search_path, so a caller's objects cannot stand in for the tables or
+-- operators they name. Running this file again changes nothing.
 
 CREATE OR REPLACE FUNCTION receipts.record(
-    p_event_id            uuid,
     p_principal           text,
     p_session_id          text,
     p_query_text          text,
@@ -67,15 +69,30 @@ CREATE OR REPLACE FUNCTION receipts.record(
     p_source_revision     integer[],
     p_bounds_broken       smallint[],
     p_bounds_kept         smallint[]
-) RETURNS void
+) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    -- The key holds (id, created_at); a fresh random id names one event.
+    event_id uuid := gen_random_uuid();
 BEGIN
-    -- The key holds (id, created_at); the id alone must name one event.
-    IF EXISTS (SELECT 1 FROM receipts.search_events WHERE search_event_id = p_event_id) THEN
-        RAISE EXCEPTION 'search event % is already recorded', p_event_id
-            USING ERRCODE = 'unique_violation';
+    IF p_pool_size IS NULL OR EXISTS (
+        SELECT 1
+        FROM unnest(ARRAY[
+            cardinality(p_product_id), cardinality(p_pre_rerank_rank),
+            cardinality(p_lexical_rank), cardinality(p_lexical_score),
+            cardinality(p_trigram_rank), cardinality(p_trigram_score),
+            cardinality(p_semantic_rank), cardinality(p_semantic_score),
+            cardinality(p_rrf_score), cardinality(p_rerank_score), cardinality(p_final_rank),
+            cardinality(p_served_rank), cardinality(p_granted), cardinality(p_exact_match),
+            cardinality(p_match_reason), cardinality(p_source_uri),
+            cardinality(p_source_revision), cardinality(p_bounds_broken),
+            cardinality(p_bounds_kept)]) AS n (members)
+        WHERE n.members IS DISTINCT FROM p_pool_size)
+    THEN
+        RAISE EXCEPTION 'a receipt''s pool arrays must hold pool_size elements each'
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     INSERT INTO receipts.search_events (
         search_event_id, principal, session_id, created_at, query_text, normalized_query,
@@ -83,7 +100,7 @@ BEGIN
         authorized_limit, served_count, rerank_status, models, arms, timings_ms, warnings, profile,
         replays_event_id, replay_profile, replay_ineligible, query_understanding)
     VALUES (
-        p_event_id, p_principal, p_session_id, now(), p_query_text, p_normalized_query,
+        event_id, p_principal, p_session_id, now(), p_query_text, p_normalized_query,
         p_applied_filters, p_strategy, p_semantic_route, p_eligible_estimate, p_pool_size,
         p_result_limit, p_authorized_limit, p_served_count, p_rerank_status, p_models, p_arms,
         p_timings_ms, p_warnings, p_profile, p_replays_event_id, p_replay_profile,
@@ -93,12 +110,13 @@ BEGIN
         lexical_score, trigram_rank, trigram_score, semantic_rank, semantic_score, rrf_score,
         rerank_score, final_rank, served_rank, granted, exact_match, match_reason, source_uri,
         source_revision, bounds_broken, bounds_kept)
-    SELECT p_event_id, now(), m.*
+    SELECT event_id, now(), m.*
     FROM unnest(p_product_id, p_pre_rerank_rank, p_lexical_rank, p_lexical_score,
                 p_trigram_rank, p_trigram_score, p_semantic_rank, p_semantic_score, p_rrf_score,
                 p_rerank_score, p_final_rank, p_served_rank, p_granted, p_exact_match,
                 p_match_reason, p_source_uri, p_source_revision, p_bounds_broken,
                 p_bounds_kept) AS m;
+    RETURN event_id;
 END
 $$;
 
@@ -133,7 +151,7 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION receipts.record(
-    uuid, text, text, text, text, jsonb, text, text, bigint, integer, integer, integer, integer,
+    text, text, text, text, jsonb, text, text, bigint, integer, integer, integer, integer,
     text, jsonb, jsonb, jsonb, jsonb, jsonb, uuid, text, text[], jsonb, text[], integer[],
     integer[], double precision[], integer[], double precision[], integer[], double precision[],
     double precision[], double precision[], integer[], integer[], boolean[], boolean[], text[],
@@ -141,7 +159,7 @@ REVOKE ALL ON FUNCTION receipts.record(
 REVOKE ALL ON FUNCTION receipts.event_of(uuid, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION receipts.pool_of(uuid, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION receipts.record(
-    uuid, text, text, text, text, jsonb, text, text, bigint, integer, integer, integer, integer,
+    text, text, text, text, jsonb, text, text, bigint, integer, integer, integer, integer,
     text, jsonb, jsonb, jsonb, jsonb, jsonb, uuid, text, text[], jsonb, text[], integer[],
     integer[], double precision[], integer[], double precision[], integer[], double precision[],
     double precision[], double precision[], integer[], integer[], boolean[], boolean[], text[],

@@ -265,6 +265,9 @@ fn the_text_patterns_are_what_the_validator_calls_text() {
         .as_str()
         .unwrap();
     assert_eq!(query, question);
+    // Spelled out, without `\s`, whose meaning differs between the
+    // regex engines of clients (ECMA-262) and this test.
+    assert!(!query.contains("\\s") && !query.contains("\\S"), "{query}");
     let pattern = regex::Regex::new(query).unwrap();
     for s in [
         "kettle",
@@ -282,6 +285,10 @@ fn the_text_patterns_are_what_the_validator_calls_text() {
         "\u{00AD}",
         "\u{061C}",
         "\u{2066}\u{2069}",
+        "\u{0085}",
+        "\u{1680}\u{202F}\u{205F}",
+        "\u{2028}\u{2029}",
+        "\u{00A0}x",
     ] {
         let text = !mosaic::search::request::normalize_query(s).is_empty();
         assert_eq!(pattern.is_match(s), text, "{s:?}");

@@ -183,6 +183,7 @@ async fn the_runtime_role_cannot_change_the_catalog_or_rewrite_receipts() {
         "SELECT count(*) FROM receipts.search_events",
         "SELECT count(*) FROM receipts.search_candidates",
         "SELECT count(*) FROM receipts.search_events_default",
+        "SELECT count(*) FROM receipts.search_candidates_default",
         "SELECT principal FROM receipts.search_events WHERE principal = 'anonymous'",
         "INSERT INTO receipts.search_events (search_event_id, principal, applied_filters, strategy, pool_size,
              result_limit, authorized_limit, served_count, rerank_status, models, arms, timings_ms, warnings, profile)
@@ -198,12 +199,31 @@ async fn the_runtime_role_cannot_change_the_catalog_or_rewrite_receipts() {
     ] {
         denied(&rt, sql).await;
     }
+    // Nor any day's partition.
+    let day: String = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT to_char((now() AT TIME ZONE 'UTC')::date, 'YYYYMMDD')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    for table in ["search_events", "search_candidates"] {
+        denied(
+            &rt,
+            &format!("SELECT count(*) FROM receipts.{table}_p{day}"),
+        )
+        .await;
+        denied(&rt, &format!("DELETE FROM receipts.{table}_p{day}")).await;
+    }
 }
 
-/// A call of `receipts.record` (the runtime role's only receipt write):
-/// event `event` of `principal`, one pool member per product, the first
-/// `granted` of them granted and served.
-fn record_sql(event: &str, principal: &str, products: &[&str], granted: usize) -> String {
+/// A call of `receipts.record` (the runtime role's only receipt write) for
+/// `principal`, one pool member per product, the first `granted` of them
+/// granted and served; `pool_size` as the event records it.
+fn record_sql(principal: &str, products: &[&str], granted: usize, pool_size: usize) -> String {
     let n = products.len();
     let list = |f: &dyn Fn(usize) -> String, ty: &str| {
         let items: Vec<String> = (0..n).map(f).collect();
@@ -211,10 +231,10 @@ fn record_sql(event: &str, principal: &str, products: &[&str], granted: usize) -
     };
     let nulls = |ty: &str| list(&|_| "NULL".into(), ty);
     format!(
-        "SELECT receipts.record('{event}', '{principal}', NULL, 'q', 'q', '{{}}', 'hybrid', NULL, NULL,
-             {n}, 10, {granted}, {granted}, 'skipped', '{{}}', '{{}}', '{{}}', '[]', '{{}}', NULL, NULL, NULL, NULL,
+        "SELECT receipts.record('{principal}', NULL, 'q', 'q', '{{}}', 'hybrid', NULL, NULL,
+             {pool_size}, 10, {granted}, {granted}, 'skipped', '{{}}', '{{}}', '{{}}', '[]', '{{}}', NULL, NULL, NULL, NULL,
              {ids}, {ranks}, {ni}, {nf}, {ni}, {nf}, {ni}, {nf}, {nf}, {nf}, {ranks}, {served}, {granted_flags},
-             {exact}, {reasons}, {uris}, {revs}, {ns}, {ns})",
+             {exact}, {reasons}, {uris}, {revs}, {ns}, {ns})::text",
         ids = list(&|i| format!("'{}'", products[i]), "text"),
         ranks = list(&|i| (i + 1).to_string(), "int"),
         ni = nulls("int"),
@@ -237,75 +257,35 @@ async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
     let db = TestDb::with_sample("receipt_functions").await;
     let rt = db.runtime().await;
     let owner = db.owner().await;
-    let event = "00000000-0000-4000-8000-000000000003";
-    rt.batch_execute(&record_sql(
-        event,
-        "alice",
-        &["P0000001", "P0000002", "P0000003"],
-        2,
-    ))
-    .await
-    .unwrap();
+    let recorded = |principal: &'static str| {
+        let rt = &rt;
+        async move {
+            let sql = record_sql(principal, &["P0000001", "P0000002", "P0000003"], 2, 3);
+            rt.query_one(&sql, &[]).await.unwrap().get::<_, String>(0)
+        }
+    };
+    // The function draws each event's id: two writes, two events.
+    let event = recorded("alice").await;
+    let other = recorded("alice").await;
+    assert_ne!(event, other);
     let count = |sql: String| {
         let rt = &rt;
         async move { rt.query_one(&sql, &[]).await.unwrap().get::<_, i64>(0) }
     };
+    let of = |f: &str, id: &str, principal: &str| {
+        format!("SELECT count(*) FROM receipts.{f}('{id}', '{principal}')")
+    };
+    assert_eq!(count(of("event_of", &event, "alice")).await, 1);
+    assert_eq!(count(of("pool_of", &event, "alice")).await, 3);
     assert_eq!(
-        count(format!(
-            "SELECT count(*) FROM receipts.event_of('{event}', 'alice')"
-        ))
-        .await,
-        1
-    );
-    assert_eq!(
-        count(format!(
-            "SELECT count(*) FROM receipts.pool_of('{event}', 'alice')"
-        ))
-        .await,
-        3
-    );
-    assert_eq!(
-        count(format!(
-            "SELECT count(*) FROM receipts.pool_of('{event}', 'alice') WHERE granted"
-        ))
-        .await,
+        count(of("pool_of", &event, "alice") + " WHERE granted").await,
         2
     );
     // Another principal, or an event never recorded, reads nothing.
-    assert_eq!(
-        count(format!(
-            "SELECT count(*) FROM receipts.event_of('{event}', 'bob')"
-        ))
-        .await,
-        0
-    );
-    assert_eq!(
-        count(format!(
-            "SELECT count(*) FROM receipts.pool_of('{event}', 'bob')"
-        ))
-        .await,
-        0
-    );
+    assert_eq!(count(of("event_of", &event, "bob")).await, 0);
+    assert_eq!(count(of("pool_of", &event, "bob")).await, 0);
     let unknown = "00000000-0000-4000-8000-0000000000fe";
-    assert_eq!(
-        count(format!(
-            "SELECT count(*) FROM receipts.pool_of('{unknown}', 'alice')"
-        ))
-        .await,
-        0
-    );
-
-    // A recorded id cannot be written again, for any principal, so nothing
-    // can be added to an event after its transaction.
-    for principal in ["alice", "bob"] {
-        let sql = record_sql(event, principal, &["P0000004"], 1);
-        let err = rt.batch_execute(&sql).await.expect_err(&sql);
-        assert_eq!(
-            err.code(),
-            Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
-            "{err}"
-        );
-    }
+    assert_eq!(count(of("pool_of", unknown, "alice")).await, 0);
     let rows: Vec<(String, bool)> = owner
         .query(
             "SELECT product_id, granted FROM receipts.search_candidates
@@ -325,6 +305,35 @@ async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
             ("P0000003".to_string(), false)
         ]
     );
+
+    // A pool whose arrays do not hold `pool_size` members each is refused,
+    // and nothing of it is written.
+    let before: i64 = owner
+        .query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let short = record_sql("alice", &["P0000001", "P0000002"], 1, 3);
+    let longer_ids = record_sql("alice", &["P0000001"], 1, 1).replacen(
+        "ARRAY['P0000001']::text[]",
+        "ARRAY['P0000001','P0000002']::text[]",
+        1,
+    );
+    for sql in [short, longer_ids] {
+        let err = rt.batch_execute(&sql).await.expect_err(&sql);
+        assert_eq!(
+            err.code(),
+            Some(&tokio_postgres::error::SqlState::INVALID_PARAMETER_VALUE),
+            "{err}"
+        );
+    }
+    let after: i64 = owner
+        .query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(after, before);
+
     // The functions run as their owner with a fixed search_path, and no
     // one else may call them.
     let rows = owner

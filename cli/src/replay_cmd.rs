@@ -38,7 +38,7 @@ pub struct ReplayArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Owner-role (or operator-role) connection string.
+    /// Owner-role connection string (the runtime role reads no receipt table).
     #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
     database_url: String,
     #[command(flatten)]

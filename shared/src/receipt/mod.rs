@@ -10,9 +10,12 @@
 //! - [`purge`]: dropping receipts past their retention period.
 //!
 //! The scoped operations' grant checks (`scope/sql/evidence.sql`,
-//! `scope/sql/compare.sql`) also read `receipts.search_candidates`, inside
-//! the very statement that reads the catalog, so that nothing changes
-//! between check and use; they stay with their operations.
+//! `scope/sql/compare.sql`) also read an event's pool (`receipts.pool_of`),
+//! inside the very statement that reads the catalog, so that nothing
+//! changes between check and use; they stay with their operations.
+//!
+//! The runtime role holds no privilege on the receipt tables: it writes and
+//! reads receipts only through the functions of `sql/0026`.
 
 pub mod purge;
 mod read;

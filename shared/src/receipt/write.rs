@@ -17,7 +17,6 @@ use uuid::Uuid;
 
 /// Everything the receipt records about the event.
 pub(crate) struct EventRecord<'a> {
-    pub id: Uuid,
     pub principal: &'a Principal,
     pub req: &'a SearchRequest,
     pub strategy: Strategy,
@@ -47,34 +46,37 @@ pub(crate) struct ReplayOf {
     pub ineligible: Vec<String>,
 }
 
-/// Writes the receipt of one search: the event and its pool in one call of
-/// `receipts.record` (`sql/0026`), the runtime role's only way to write a
-/// receipt, inside a transaction bounded by the statement timeout and sent
-/// as one pipeline ([`crate::db::begin`]): the start, the bound, the call
-/// and the commit in one round trip. Success means the commit succeeded.
+/// Writes the receipt of one search and returns its `search_event_id`: the
+/// event and its pool in one call of `receipts.record` (`sql/0026`), the
+/// runtime role's only way to write a receipt, which draws the event's id
+/// itself. The call runs inside a transaction bounded by the statement
+/// timeout and sent as one pipeline ([`crate::db::begin`]): the start, the
+/// bound, the call and the commit in one round trip. Success means the
+/// commit succeeded.
 pub(crate) async fn write(
     client: &mut Client,
     ev: &EventRecord<'_>,
     members: &[Member],
     statement_timeout_ms: u64,
-) -> Result<(), tokio_postgres::Error> {
+) -> Result<Uuid, tokio_postgres::Error> {
     let client = &*client;
-    tokio::try_join!(
+    let (_, _, id, _) = tokio::try_join!(
         crate::db::begin(client, false),
         crate::db::set_statement_timeout(client, statement_timeout_ms),
         record(client, ev, members),
         crate::db::commit(client),
     )?;
-    Ok(())
+    Ok(id)
 }
 
 /// The call of `receipts.record`: the event's columns, then one array per
-/// column of `receipts.search_candidates`, an element per pool member.
+/// column of `receipts.search_candidates`, an element per pool member; it
+/// returns the event's id.
 async fn record(
     tx: &Client,
     ev: &EventRecord<'_>,
     members: &[Member],
-) -> Result<(), tokio_postgres::Error> {
+) -> Result<Uuid, tokio_postgres::Error> {
     let filters = serde_json::to_value(&ev.req.filters).unwrap_or(Value::Null);
     let timings = serde_json::to_value(ev.timings).unwrap_or(Value::Null);
     let warnings = serde_json::to_value(ev.warnings).unwrap_or(Value::Null);
@@ -120,13 +122,12 @@ async fn record(
             .collect::<Vec<Option<i16>>>()
     };
     let (broken, kept) = (standing(|s| s.broken), standing(|s| s.kept));
-    tx.execute_typed(
+    let row = tx
+        .query_typed_one(
         "SELECT receipts.record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
                                 $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28,
-                                $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41,
-                                $42)",
+                                $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41)",
         &[
-            (&ev.id, Type::UUID),
             (&principal, Type::TEXT),
             (&ev.req.session_id, Type::TEXT),
             (&ev.req.query, Type::TEXT),
@@ -171,5 +172,5 @@ async fn record(
         ],
     )
     .await?;
-    Ok(())
+    Ok(row.get(0))
 }

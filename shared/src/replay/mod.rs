@@ -65,7 +65,8 @@ impl ProfileChoice {
 /// Who asks for the replay.
 #[derive(Debug, Clone, Copy)]
 pub enum Caller<'a> {
-    /// The owner or an operator role: any event.
+    /// The owner role (any event): it reads the receipt tables, which the
+    /// runtime role reaches only through their functions.
     Operator,
     /// A principal: its own events only.
     Principal(&'a Principal),

@@ -593,11 +593,9 @@ async fn persist(
     trace
         .timings
         .insert("total_before_receipt", arms::ms_since(started));
-    let id = Uuid::new_v4();
     let t = Instant::now();
     let semantic = arms.get(Arm::Semantic);
     let record = EventRecord {
-        id,
         principal,
         req,
         strategy,
@@ -614,7 +612,7 @@ async fn persist(
         understanding: trace.understanding.as_ref(),
     };
     let mut conn = ctx.conn().await?;
-    receipt::write(
+    let id = receipt::write(
         &mut conn,
         &record,
         members,
@@ -622,7 +620,7 @@ async fn persist(
     )
     .await
     .map_err(|e| {
-        tracing::error!(error = %e, search_event_id = %id, "receipt write failed; nothing served");
+        tracing::error!(error = %e, "receipt write failed; nothing served");
         Error::from(e)
     })?;
     conn.settle();
