@@ -139,6 +139,34 @@ async fn the_embedding_dimension_is_a_migration_parameter_and_cannot_silently_ch
     assert!(err.to_string().contains("1024"), "{err}");
 }
 
+#[tokio::test]
+async fn a_local_embedder_of_another_dimension_fails_the_start_up() {
+    let db = TestDb::with_sample("embedder_dimension").await;
+    let settings = |embedder: &str| {
+        let url = db.runtime_url();
+        let embedder = embedder.to_string();
+        mosaic::config::Settings::from_lookup(move |k| match k {
+            "MOSAIC_DATABASE_URL" => Some(url.clone()),
+            "MOSAIC_EMBEDDER" => Some(embedder.clone()),
+            "MOSAIC_RERANKER" => Some("none".into()),
+            _ => None,
+        })
+        .unwrap()
+    };
+    let err = mosaic::config::build_context(&settings("hashing:512"), 1)
+        .await
+        .err()
+        .expect("512 dimensions against a 384-dimension column");
+    assert!(err.contains("512") && err.contains("384"), "{err}");
+    assert!(mosaic::config::build_context(&settings("hashing:384"), 1)
+        .await
+        .is_ok());
+    // Without an embedder there is nothing to check.
+    assert!(mosaic::config::build_context(&settings("none"), 1)
+        .await
+        .is_ok());
+}
+
 async fn denied(c: &Client, sql: &str) {
     let err = c.batch_execute(sql).await.expect_err(sql);
     assert_eq!(

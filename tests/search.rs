@@ -6,7 +6,7 @@ use mosaic::search::fusion::Arm;
 use mosaic::search::{search, Filters, RerankStatus, SearchRequest, SearchResponse, Shape};
 use mosaic::{Ctx, Error, Principal, RetrievalProfile};
 use mosaic_devtools::eval::CatalogRow;
-use mosaic_integration_tests::{ctx, rerankers, texts, TestDb};
+use mosaic_integration_tests::{ctx, embedders, rerankers, texts, TestDb};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
@@ -425,6 +425,114 @@ async fn a_rogue_reranker_cannot_add_or_duplicate_candidates() {
     let d = b.diagnostics.unwrap();
     assert_eq!(d.rerank_status, RerankStatus::Reranked);
     assert!(d.warnings.iter().any(|w| w.contains("ignored")));
+}
+
+#[tokio::test]
+async fn a_query_vector_the_column_cannot_take_skips_the_semantic_arm() {
+    let db = TestDb::with_sample("embed_broken").await;
+    let mut nan = vec![0.0f32; 384];
+    nan[0] = f32::NAN;
+    let mut infinite = vec![0.0f32; 384];
+    infinite[7] = f32::INFINITY;
+    for (name, embedder) in [
+        (
+            "too short",
+            embedders::Fixed {
+                dimension: 384,
+                vector: vec![0.1; 383],
+            },
+        ),
+        (
+            "declared and given 512",
+            embedders::Fixed {
+                dimension: 512,
+                vector: vec![0.1; 512],
+            },
+        ),
+        (
+            "a NaN",
+            embedders::Fixed {
+                dimension: 384,
+                vector: nan.clone(),
+            },
+        ),
+        (
+            "an infinity",
+            embedders::Fixed {
+                dimension: 384,
+                vector: infinite.clone(),
+            },
+        ),
+    ] {
+        let c = ctx(&db, RetrievalProfile::default()).with_embedder(Arc::new(embedder));
+        let r = run(
+            &c,
+            json!({"query": "stainless steel kettle", "include_diagnostics": true}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let d = r.diagnostics.as_ref().unwrap();
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.starts_with("semantic arm skipped")),
+            "{name}: {:?}",
+            d.warnings
+        );
+        assert_eq!(d.arms[Arm::Semantic].returned, 0, "{name}");
+        assert!(!r.results.is_empty(), "{name}: the text arms still serve");
+    }
+}
+
+#[tokio::test]
+async fn a_reranker_that_scores_few_or_none_says_so_in_the_receipt() {
+    let db = TestDb::with_sample("rerank_partial").await;
+    let body = json!({"query": "stainless steel kettle", "limit": 20, "include_diagnostics": true});
+    let plain = ctx(&db, RetrievalProfile::default());
+    let fused = run(
+        &plain,
+        json!({"query": "stainless steel kettle", "limit": 20,
+                                    "rerank": false, "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let ids = |r: &SearchResponse| {
+        r.results
+            .iter()
+            .map(|x| x.product_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let warned = |r: &SearchResponse, text: &str| {
+        r.diagnostics
+            .as_ref()
+            .unwrap()
+            .warnings
+            .iter()
+            .any(|w| w.contains(text))
+    };
+
+    // Nothing scored (one entry, not a number): the fused order, a fallback.
+    let none = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Partial(0)));
+    let r = run(&none, body.clone()).await.unwrap();
+    let d = r.diagnostics.as_ref().unwrap();
+    assert_eq!(d.rerank_status, RerankStatus::FallbackFused);
+    assert!(warned(&r, "scored none of the"), "{:?}", d.warnings);
+    assert!(warned(&r, "non-finite"), "{:?}", d.warnings);
+    assert_eq!(ids(&r), ids(&fused));
+    assert!(r.results.iter().all(|x| x.signals.rerank_score.is_none()));
+
+    // Three scored: reranked, the others after them in fused order.
+    let few = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Partial(3)));
+    let r = run(&few, body).await.unwrap();
+    let d = r.diagnostics.as_ref().unwrap();
+    assert_eq!(d.rerank_status, RerankStatus::Reranked);
+    assert!(warned(&r, "scored 3 of the"), "{:?}", d.warnings);
+    let (served, fused) = (ids(&r), ids(&fused));
+    assert_eq!(
+        served[..3],
+        [fused[2].clone(), fused[1].clone(), fused[0].clone()]
+    );
+    assert_eq!(served[3..], fused[3..]);
 }
 
 #[tokio::test]

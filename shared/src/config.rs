@@ -293,6 +293,12 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
     {
         check_embedding_dimension(&ctx, model).await?;
     }
+    if let (false, Some(e)) = (
+        matches!(settings.embedder, EmbedderSetting::Bedrock(_)),
+        &embedder,
+    ) {
+        check_model_dimension(&ctx, &settings.embedder, e.dimension()).await?;
+    }
     let ctx = match &settings.reranker {
         RerankerSetting::None => ctx,
         RerankerSetting::Local => {
@@ -372,6 +378,36 @@ fn embedder(settings: &Settings, aws: Option<&Aws>) -> Result<Option<Arc<dyn Emb
 
 const NO_DATABASE: &str = "no database configured: set MOSAIC_DATABASE_URL, or MOSAIC_DB_HOST \
      with MOSAIC_DB_SECRET_ARN or MOSAIC_DB_IAM_AUTH=true (binaries built with the `aws` feature)";
+
+/// Start-up check of a local embedder (the model, the hashing embedder)
+/// against the database column: a mismatch fails the start-up, as it does
+/// for a Bedrock model; an unreachable or unmigrated database is left to
+/// each request.
+async fn check_model_dimension(
+    ctx: &Ctx,
+    setting: &EmbedderSetting,
+    dimension: usize,
+) -> Result<(), String> {
+    let conn = match ctx.pool.get().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
+            return Ok(());
+        }
+    };
+    match crate::db::embedding_dimension(&conn).await {
+        Ok(Some(column)) if column != dimension => Err(format!(
+            "MOSAIC_EMBEDDER: the embedder ({setting:?}) gives vectors of {dimension} dimensions, but the \
+             database's embedding column holds {column}: choose an embedder of {column} \
+             dimensions, or migrate and embed a new database with --embedding-dim {dimension}"
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
+            Ok(())
+        }
+    }
+}
 
 /// Start-up check of a Bedrock embedder against the database column.
 #[cfg(feature = "aws")]

@@ -35,6 +35,33 @@ pub struct Ctx {
     pub catalog: CatalogSize,
     /// The price column's statistics as a search last read them.
     pub price_stats: PriceStatsCache,
+    /// The dimension of the database's embedding column, once a search
+    /// read it.
+    pub embedding_column: EmbeddingColumn,
+}
+
+/// The dimension of `search.product_projection.embedding` (0: no such
+/// column), read by the first search that embeds a query and kept by the
+/// context's clones: a migration never changes it in place.
+#[derive(Clone, Debug)]
+pub struct EmbeddingColumn(Arc<AtomicI64>);
+
+impl Default for EmbeddingColumn {
+    fn default() -> Self {
+        EmbeddingColumn(Arc::new(AtomicI64::new(-1)))
+    }
+}
+
+impl EmbeddingColumn {
+    /// The dimension read, if a search has read it.
+    pub fn known(&self) -> Option<usize> {
+        usize::try_from(self.0.load(Ordering::Relaxed)).ok()
+    }
+
+    /// Remembers the dimension a search read.
+    pub fn remember(&self, dimension: usize) {
+        self.0.store(dimension as i64, Ordering::Relaxed);
+    }
 }
 
 /// The price column's statistics ([`PriceStats`]) as a search last read
@@ -174,6 +201,7 @@ impl Ctx {
             reader: None,
             catalog: CatalogSize::default(),
             price_stats: PriceStatsCache::default(),
+            embedding_column: EmbeddingColumn::default(),
         }
     }
 

@@ -868,6 +868,51 @@ async fn the_rds_connection_is_verified_tls_and_heals_a_rotated_password() {
 }
 
 #[tokio::test]
+async fn a_secrets_manager_outage_at_start_up_postpones_the_fetch_and_a_missing_secret_fails_it() {
+    let settings = rds_settings(&[
+        (
+            "MOSAIC_DB_SECRET_ARN",
+            "arn:aws:secretsmanager:us-west-2:1:secret:db".into(),
+        ),
+        ("MOSAIC_DB_CA_FILE", local_test_ca()),
+    ]);
+    // Unavailable for the start-up fetch and its retries, then back.
+    let serve = local_secret(&["mosaic_runtime"]);
+    let stub = Stub::start(move |req, index| match index {
+        0..=2 => Reply::error(503, "ServiceUnavailable"),
+        _ => serve(req, index),
+    })
+    .await;
+    let connector = rds::connector(&settings, &sdk(&stub).await, policy(2_000))
+        .await
+        .expect("an outage does not fail the start-up");
+    assert_eq!(stub.count(), 3, "the start-up fetch and its two retries");
+    let ctx = Ctx::with_manager(connector.into_manager(), 1, RetrievalProfile::default()).unwrap();
+    let conn = ctx
+        .pool
+        .get()
+        .await
+        .unwrap_or_else(|e| panic!("{}", pool_error_text(&e)));
+    conn.query_one("SELECT 1", &[]).await.unwrap();
+
+    // A secret that does not exist is the operator's to fix: the start-up
+    // fails, saying so.
+    let missing = Stub::start(|_, _| Reply {
+        status: 400,
+        headers: Vec::new(),
+        body: json!({ "__type": "ResourceNotFoundException", "message": STUB_MESSAGE }).to_string(),
+        delay: Duration::ZERO,
+    })
+    .await;
+    let err = rds::connector(&settings, &sdk(&missing).await, policy(2_000))
+        .await
+        .err()
+        .expect("a missing secret fails the start-up");
+    assert!(err.contains("not found"), "{err}");
+    assert_eq!(missing.count(), 1);
+}
+
+#[tokio::test]
 async fn the_rds_connection_refuses_a_server_it_cannot_verify() {
     let stub = Stub::start(local_secret(&["mosaic_runtime"])).await;
     let arn = "arn:aws:secretsmanager:us-west-2:1:secret:db".to_string();

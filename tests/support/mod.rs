@@ -347,6 +347,34 @@ pub fn served(r: &serde_json::Value) -> Vec<String> {
 }
 
 /// Reranker test doubles.
+/// Embedders that answer with what no column takes.
+pub mod embedders {
+    use async_trait::async_trait;
+    use mosaic::embed::{EmbedError, EmbedKind, Embedder};
+
+    /// Declares `dimension` and answers each text with `vector`.
+    pub struct Fixed {
+        pub dimension: usize,
+        pub vector: Vec<f32>,
+    }
+    #[async_trait]
+    impl Embedder for Fixed {
+        fn model_id(&self) -> &str {
+            "test/fixed"
+        }
+        fn dimension(&self) -> usize {
+            self.dimension
+        }
+        async fn embed(
+            &self,
+            texts: &[String],
+            _kind: EmbedKind,
+        ) -> Result<Vec<Vec<f32>>, EmbedError> {
+            Ok(texts.iter().map(|_| self.vector.clone()).collect())
+        }
+    }
+}
+
 pub mod rerankers {
     use async_trait::async_trait;
     use mosaic::rerank::{Pool, RerankError, Reranker};
@@ -390,6 +418,22 @@ pub mod rerankers {
         async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
             tokio::time::sleep(self.0).await;
             Ok((0..pool.candidates.len()).map(|i| (i, i as f64)).collect())
+        }
+    }
+
+    /// Scores only the first `.0` members sent, and names one more with a
+    /// score that is not a number.
+    pub struct Partial(pub usize);
+    #[async_trait]
+    impl Reranker for Partial {
+        fn model_id(&self) -> &str {
+            "test/partial"
+        }
+        async fn rerank(&self, pool: &Pool<'_>) -> Result<Vec<(usize, f64)>, RerankError> {
+            let n = self.0.min(pool.candidates.len());
+            let mut out: Vec<(usize, f64)> = (0..n).map(|i| (i, i as f64)).collect();
+            out.push((n, f64::NAN));
+            Ok(out)
         }
     }
 

@@ -35,7 +35,7 @@
 //! cancelled with a cancel request over the same verified TLS
 //! ([`RdsConnect::canceller`], [`crate::db::Conn`]).
 
-use crate::aws::secrets::{DbSecret, SecretCache};
+use crate::aws::secrets::{DbSecret, SecretCache, SecretError};
 use crate::aws::SdkConfig;
 use crate::db::Canceller;
 use crate::tls::{self, MakeRustlsConnect, Roots};
@@ -473,8 +473,9 @@ pub fn is_login_refused(e: &tokio_postgres::Error) -> bool {
 }
 
 /// The connector for `settings`: fetches the secret once now (so a missing
-/// or unreadable secret fails the start-up with a clear message), or
-/// prepares IAM tokens.
+/// or unreadable secret fails the start-up with a clear message, while an
+/// outage or a timeout of Secrets Manager only postpones the fetch to the
+/// first connection), or prepares IAM tokens.
 pub async fn connector(
     settings: &RdsSettings,
     sdk: &SdkConfig,
@@ -484,11 +485,19 @@ pub async fn connector(
         RdsAuth::Secret(id) => {
             let cache =
                 SecretCache::new(crate::aws::secrets::client(sdk), id.clone(), secret_policy);
-            let secret = cache.get().await.map_err(|e| e.to_string())?;
-            if settings.host.is_none() && secret.host.is_none() {
-                return Err(
-                    "no database host: set MOSAIC_DB_HOST or use a secret with `host`".into(),
-                );
+            match cache.get().await {
+                Ok(secret) if settings.host.is_none() && secret.host.is_none() => {
+                    return Err(
+                        "no database host: set MOSAIC_DB_HOST or use a secret with `host`".into(),
+                    );
+                }
+                Ok(_) => {}
+                // An outage of Secrets Manager degrades each request (every
+                // connection fetches the secret anew), not the container.
+                Err(e @ (SecretError::Unavailable(_) | SecretError::Timeout(_))) => {
+                    tracing::warn!(error = %e, "database secret not read at start-up; each connection will fetch it");
+                }
+                Err(e) => return Err(e.to_string()),
             }
             Login::Secret(Arc::new(cache))
         }

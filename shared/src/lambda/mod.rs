@@ -146,6 +146,10 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
 const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
 /// The least budget an invocation gets, however close its deadline.
 const MIN_BUDGET: Duration = Duration::from_millis(100);
+/// How far past the request deadline an invocation may run, so that an
+/// attempt's own deadline (counted from its start, a little later) answers
+/// first.
+const RETRY_SLACK: Duration = Duration::from_millis(100);
 
 // ------------------------------------------------------------------ the loop
 
@@ -226,7 +230,10 @@ impl Handler {
     /// Answers one invocation. Never fails.
     pub async fn answer(&self, inv: &Invocation) -> Reply {
         let started = Instant::now();
-        let budget = budget(inv.deadline_ms);
+        // The request deadline holds for the invocation, a retry included:
+        // a retried attempt gets only what is left of it.
+        let deadline = Duration::from_millis(self.ctx.profile.request_deadline_ms);
+        let budget = budget(inv.deadline_ms).min(deadline + RETRY_SLACK);
         let context = AgentCoreContext::parse(inv.client_context.as_deref());
         let parsed = serde_json::from_slice::<Value>(&inv.event);
         let kind = EventKind::of(&context, parsed.as_ref().ok());

@@ -137,7 +137,8 @@ pub struct Reordered {
     pub order: Vec<usize>,
     /// Rerank score per pool index (None for members left unscored).
     pub scores: Vec<Option<f64>>,
-    /// Indices the reranker named that were unknown or repeated.
+    /// Indices the reranker named that were unknown or repeated, or whose
+    /// score was not a finite number.
     pub ignored: Vec<usize>,
 }
 
@@ -166,7 +167,7 @@ pub fn apply(pool_len: usize, sent: usize, pinned: &[usize], scored: &[(usize, f
     let mut order: Vec<usize> = pinned.iter().copied().filter(|&i| i < pool_len).collect();
     order.extend(rest);
     if !ignored.is_empty() {
-        tracing::warn!(ignored = ?ignored, "reranker returned unknown or repeated indices");
+        tracing::warn!(ignored = ?ignored, "reranker returned unknown, repeated or non-finite entries");
     }
     Reordered {
         order,

@@ -241,6 +241,10 @@ pub(crate) async fn run_arms(
                     .map_err(|_| Error::Internal("the arm lanes did not open".into()))?;
             }
             let on = (lanes[arm_lane], lanes[walks_lane]);
+            let embedded = match embedded {
+                Some((Ok(v), ms)) => Some((fits_column(ctx, on.0, v).await?, ms)),
+                other => other,
+            };
             Ok::<_, Error>(semantic_arm(on, embedded, elig, written, profile).await?)
         };
         let (_, out) = tokio::try_join!(own_lanes, arm)?;
@@ -394,6 +398,34 @@ async fn embedding(
         true => Some((embed_query(ctx, written).await, arms::ms_since(t))),
         false => None,
     }
+}
+
+/// The query's vector when the database's embedding column takes it, a
+/// warning otherwise: a vector of another dimension (an embedder that does
+/// not match the migrated column) would fail the arm's statements and the
+/// search with them, where DESIGN's rule for a failed embedding is to skip
+/// the arm. The column's dimension is read through `tx` once per context.
+async fn fits_column(
+    ctx: &Ctx,
+    tx: &Client,
+    v: pgvector::Vector,
+) -> Result<Result<pgvector::Vector, String>, tokio_postgres::Error> {
+    let column = match ctx.embedding_column.known() {
+        Some(d) => d,
+        None => {
+            let d = crate::db::embedding_dimension(tx).await?.unwrap_or(0);
+            ctx.embedding_column.remember(d);
+            d
+        }
+    };
+    let n = v.as_slice().len();
+    Ok(match n == column {
+        true => Ok(v),
+        false => Err(format!(
+            "semantic arm skipped: the query vector has {n} dimensions, the database's \
+             embedding column {column}"
+        )),
+    })
 }
 
 /// The semantic arm on `tx` (its walks of each domain's graph on `walks`,

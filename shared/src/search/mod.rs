@@ -109,7 +109,25 @@ async fn embed_query(ctx: &Ctx, query: &str) -> Result<pgvector::Vector, String>
     )
     .await
     {
-        Ok(Ok(mut v)) if v.len() == 1 => Ok(pgvector::Vector::from(v.remove(0))),
+        Ok(Ok(mut v)) if v.len() == 1 => {
+            // A vector the column cannot take would fail the arms'
+            // statements: it is an embedding failure like any other.
+            let v = v.remove(0);
+            if v.len() != embedder.dimension() {
+                return Err(format!(
+                    "semantic arm skipped: the embedding model returned {} dimensions, not {}",
+                    v.len(),
+                    embedder.dimension()
+                ));
+            }
+            if !v.iter().all(|x| x.is_finite()) {
+                return Err(
+                    "semantic arm skipped: the query embedding holds a value that is not a finite number"
+                        .into(),
+                );
+            }
+            Ok(pgvector::Vector::from(v))
+        }
         Ok(Ok(_)) => Err("semantic arm skipped: the embedding model returned no vector".into()),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "query embedding failed");
@@ -492,8 +510,23 @@ async fn rerank_with(
     let r = rerank::apply(members.len(), sent, &pinned, &scored);
     if !r.ignored.is_empty() {
         trace.warnings.push(format!(
-            "reranker returned {} unknown or repeated indices; they were ignored",
+            "reranker returned {} unknown, repeated or non-finite entries; they were ignored",
             r.ignored.len()
+        ));
+    }
+    // An answer that scores nothing reorders nothing: the fused order is
+    // served, and the receipt says the rerank fell back. One that scores
+    // some of the members sent puts the rest after them, in fused order.
+    let scored_count = r.scores.iter().filter(|s| s.is_some()).count();
+    if scored_count == 0 {
+        trace.warnings.push(format!(
+            "reranker scored none of the {sent} members sent; the fused order was kept"
+        ));
+        return RerankStatus::FallbackFused;
+    }
+    if scored_count < sent {
+        trace.warnings.push(format!(
+            "reranker scored {scored_count} of the {sent} members sent; the others follow in fused order"
         ));
     }
     for (i, s) in r.scores.iter().enumerate() {
