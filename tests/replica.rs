@@ -271,3 +271,47 @@ async fn without_a_read_pool_the_arms_report_no_pool() {
         assert!(r["diagnostics"]["arms"][arm].get("pool").is_none(), "{arm}");
     }
 }
+
+#[tokio::test]
+async fn a_replica_that_cannot_be_reached_leaves_searches_on_the_writer() {
+    let db = TestDb::with_sample("replica_gone").await;
+    // A read pool on a port nothing listens on: every checkout is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let c = ctx(&db, RetrievalProfile::default())
+        .with_embedder(Arc::new(HashingEmbedder::new(384)))
+        .with_read_url(
+            &format!(
+                "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:{port}/{}",
+                db.name
+            ),
+            4,
+        )
+        .expect("read pool");
+    let body = json!({"query": "wireless headphones", "limit": 5, "include_diagnostics": true});
+    for _ in 0..2 {
+        // The first search finds the replica gone; the second, within the
+        // pause, reads the writer at once. Both are answered and recorded.
+        let r = search(&c, body.clone()).await;
+        let warnings = r["diagnostics"]["warnings"].to_string();
+        assert!(warnings.contains("read replica unavailable"), "{warnings}");
+        assert!(!r["results"].as_array().unwrap().is_empty());
+        for arm in ["lexical", "trigram", "semantic"] {
+            assert!(r["diagnostics"]["arms"][arm].get("pool").is_none(), "{arm}");
+        }
+        let event = r["search_event_id"].as_str().unwrap().to_string();
+        let n: i64 = db
+            .owner()
+            .await
+            .query_one(
+                "SELECT count(*) FROM receipts.search_events WHERE search_event_id::text = $1",
+                &[&event],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 1, "the receipt is written");
+    }
+    assert!(c.reader.as_ref().unwrap().paused.active());
+}

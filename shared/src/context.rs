@@ -146,12 +146,53 @@ impl CatalogSize {
     }
 }
 
-/// A read-only pool (a replica) and how its connections send cancel requests.
+/// A read-only pool (a replica), how its connections send cancel requests,
+/// and whether searches pass it over for now ([`Ctx::search_reads`]).
 #[derive(Clone)]
 pub struct Reader {
     pub pool: Pool,
     pub canceller: crate::db::Canceller,
+    pub paused: ReaderPause,
 }
+
+impl Reader {
+    pub fn new(pool: Pool, canceller: crate::db::Canceller) -> Self {
+        Self {
+            pool,
+            canceller,
+            paused: ReaderPause::default(),
+        }
+    }
+}
+
+/// Until when searches read the writer instead of a read pool that could
+/// not give a connection, shared by the context's clones.
+#[derive(Clone, Debug, Default)]
+pub struct ReaderPause(Arc<Mutex<Option<Instant>>>);
+
+impl ReaderPause {
+    /// Whether the pause still runs.
+    pub fn active(&self) -> bool {
+        let until = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        until.is_some_and(|t| Instant::now() < t)
+    }
+
+    /// Passes the read pool over for `d` from now.
+    pub fn start(&self, d: Duration) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + d);
+    }
+}
+
+/// How long searches read the writer after the read pool could not give a
+/// connection (a replica down, being replaced, or unreachable): each search
+/// in that time is answered from the writer at once, instead of waiting on
+/// the replica first.
+pub const READER_PAUSE: Duration = Duration::from_secs(30);
+
+/// The warning a search records when it read the writer instead of the
+/// replica.
+pub const READ_ON_WRITER: &str =
+    "read replica unavailable: the candidates were read from the writer";
 
 /// Which pool served a search's candidate reads, as its diagnostics name it.
 pub const READER: &str = "reader";
@@ -174,7 +215,7 @@ impl Ctx {
     /// [`from_url`](Self::from_url)).
     pub fn with_read_url(self, read_url: &str, max_connections: usize) -> Result<Self, String> {
         let (pool, canceller) = url_pool(read_url, max_connections)?;
-        Ok(self.with_reader(Reader { pool, canceller }))
+        Ok(self.with_reader(Reader::new(pool, canceller)))
     }
 
     /// A context over a pool manager built elsewhere (the AWS connection of
@@ -223,6 +264,37 @@ impl Ctx {
     pub async fn read_conn(&self) -> Result<crate::db::Conn, deadpool_postgres::PoolError> {
         let (pool, canceller) = self.read_pool();
         crate::db::Conn::get(pool, canceller).await
+    }
+
+    /// The connection of a search's candidate reads. With a read pool, its
+    /// connection; when the pool cannot give one (the replica is down, being
+    /// replaced or unreachable), a connection of the writer and, for the rest
+    /// of the search, this context without its read pool: the search is
+    /// answered from the writer and records [`READ_ON_WRITER`], and so are
+    /// the searches of the next [`READER_PAUSE`], without trying the replica
+    /// first.
+    pub async fn search_reads(
+        &self,
+    ) -> Result<(crate::db::Conn, Option<Ctx>), deadpool_postgres::PoolError> {
+        let Some(reader) = &self.reader else {
+            return Ok((self.conn().await?, None));
+        };
+        if !reader.paused.active() {
+            match crate::db::Conn::get(&reader.pool, &reader.canceller).await {
+                Ok(conn) => return Ok((conn, None)),
+                Err(e) => {
+                    tracing::warn!(error = %e, pause_s = READER_PAUSE.as_secs(),
+                                   "read replica unavailable; searches read the writer");
+                    reader.paused.start(READER_PAUSE);
+                }
+            }
+        }
+        let writer = Ctx {
+            reader: None,
+            ..self.clone()
+        };
+        let conn = writer.conn().await?;
+        Ok((conn, Some(writer)))
     }
 
     pub fn with_embedder(mut self, e: Arc<dyn Embedder>) -> Self {

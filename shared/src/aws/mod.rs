@@ -140,10 +140,10 @@ impl AwsComponents {
         let ctx = crate::Ctx::with_manager(connector.into_manager(), max_connections, profile)?
             .with_canceller(canceller.clone());
         Ok(match reader {
-            Some(r) => ctx.with_reader(crate::context::Reader {
-                pool: crate::context::manager_pool(r.into_manager(), max_connections)?,
+            Some(r) => ctx.with_reader(crate::context::Reader::new(
+                crate::context::manager_pool(r.into_manager(), max_connections)?,
                 canceller,
-            }),
+            )),
             None => ctx,
         })
     }

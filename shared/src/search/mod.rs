@@ -253,10 +253,20 @@ async fn pipeline(
     let started = Instant::now();
     let mut trace = Trace::default();
     // The candidate reads (arms, catalog fields, lexeme statistics) take a
-    // connection of the read pool (a replica when configured); it cancels
+    // connection of the read pool (a replica when configured, the writer
+    // while the replica cannot be reached: `Ctx::search_reads`); it cancels
     // its statement if this search is abandoned at a deadline. The receipt
     // is written on the writer.
-    let mut conn = ctx.read_conn().await?;
+    let (mut conn, on_writer) = ctx.search_reads().await?;
+    let ctx = match &on_writer {
+        Some(writer) => {
+            trace
+                .warnings
+                .push(crate::context::READ_ON_WRITER.to_string());
+            writer
+        }
+        None => ctx,
+    };
     // Negated terms are enforced by the eligibility predicate; the
     // similarity-based stages (arms, rerank) see only what the caller wants.
     let positive = req.normalized_query.as_deref().map(without_negations);
