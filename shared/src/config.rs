@@ -379,33 +379,42 @@ fn embedder(settings: &Settings, aws: Option<&Aws>) -> Result<Option<Arc<dyn Emb
 const NO_DATABASE: &str = "no database configured: set MOSAIC_DATABASE_URL, or MOSAIC_DB_HOST \
      with MOSAIC_DB_SECRET_ARN or MOSAIC_DB_IAM_AUTH=true (binaries built with the `aws` feature)";
 
+/// The database column's dimension at start-up: `Some(None)` when there is
+/// no embedding column, `None` when the database cannot say now (a
+/// warning): an unreachable database postpones the check to each request,
+/// because outages must degrade per request, not per container.
+async fn column_at_start(ctx: &Ctx) -> Option<Option<usize>> {
+    let conn = match ctx.pool.get().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
+            return None;
+        }
+    };
+    match crate::db::embedding_dimension(&conn).await {
+        Ok(dim) => Some(dim),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
+            None
+        }
+    }
+}
+
 /// Start-up check of a local embedder (the model, the hashing embedder)
 /// against the database column: a mismatch fails the start-up, as it does
-/// for a Bedrock model; an unreachable or unmigrated database is left to
-/// each request.
+/// for a Bedrock model; an unmigrated database is left to each request.
 async fn check_model_dimension(
     ctx: &Ctx,
     setting: &EmbedderSetting,
     dimension: usize,
 ) -> Result<(), String> {
-    let conn = match ctx.pool.get().await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
-            return Ok(());
-        }
-    };
-    match crate::db::embedding_dimension(&conn).await {
-        Ok(Some(column)) if column != dimension => Err(format!(
-            "MOSAIC_EMBEDDER: the embedder ({setting:?}) gives vectors of {dimension} dimensions, but the \
-             database's embedding column holds {column}: choose an embedder of {column} \
+    match column_at_start(ctx).await {
+        Some(Some(column)) if column != dimension => Err(format!(
+            "MOSAIC_EMBEDDER: the embedder ({setting:?}) gives vectors of {dimension} dimensions, \
+             but the database's embedding column holds {column}: choose an embedder of {column} \
              dimensions, or migrate and embed a new database with --embedding-dim {dimension}"
         )),
-        Ok(_) => Ok(()),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
-            Ok(())
-        }
+        _ => Ok(()),
     }
 }
 
@@ -415,24 +424,14 @@ async fn check_embedding_dimension(
     ctx: &Ctx,
     model: &crate::aws::EmbeddingModel,
 ) -> Result<(), String> {
-    let conn = match ctx.pool.get().await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
-            return Ok(());
-        }
-    };
-    match crate::db::embedding_dimension(&conn).await {
-        Ok(Some(dim)) => crate::aws::bedrock::check_dimension(model, dim),
-        Ok(None) => Err(
+    match column_at_start(ctx).await {
+        Some(Some(dim)) => crate::aws::bedrock::check_dimension(model, dim),
+        Some(None) => Err(
             "the database has no search.product_projection.embedding column; \
-                         run `mosaic migrate` first"
+                           run `mosaic migrate` first"
                 .into(),
         ),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
-            Ok(())
-        }
+        None => Ok(()),
     }
 }
 
