@@ -18,7 +18,7 @@
 
 use mosaic::context::Principal;
 use mosaic::http::{self, HttpRequest};
-use mosaic::lambda::{Handler, Invocation, Operation, Reply, Settings, TOOL_SEPARATOR};
+use mosaic::lambda::{Handler, Invocation, Operation, ProofKey, Reply, Settings, TOOL_SEPARATOR};
 use mosaic::principal::{self, proof};
 use mosaic::RetrievalProfile;
 use mosaic_integration_tests::{ctx, TestDb};
@@ -394,7 +394,7 @@ fn handlers(db: &TestDb) -> Vec<Handler> {
             op,
             ctx: ctx(db, settings.profile.clone()),
             settings: settings.clone(),
-            proof_key: Some(proof::Key::new(PROOF_KEY).unwrap()),
+            proof_key: ProofKey::ready(Some(proof::Key::new(PROOF_KEY).unwrap())),
         })
         .collect()
 }

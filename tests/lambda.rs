@@ -2224,6 +2224,62 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
 }
 
 #[tokio::test]
+async fn a_secrets_manager_outage_at_start_up_leaves_the_http_routes_serving() {
+    // Secrets Manager answers 503 for the proof key until told otherwise;
+    // the database secret is served all along.
+    let db = TestDb::with_sample("lambda_proof_outage").await;
+    let secret = runtime_secret(&db);
+    let proof_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mosaic/proof-Outage";
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let stub = AwsStub::start({
+        let down = down.clone();
+        move |req| match req.body["SecretId"] == proof_arn {
+            true if down.load(std::sync::atomic::Ordering::SeqCst) => {
+                StubReply::error(503, "ServiceUnavailableException")
+            }
+            true => StubReply::json11(&json!({"ARN": proof_arn, "SecretString": PROOF_KEY})),
+            false => StubReply::json11(
+                &json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}),
+            ),
+        }
+    })
+    .await;
+    let mut f = start_as_in_aws(
+        "explain-retrieval",
+        &db,
+        &stub,
+        &[
+            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
+            ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
+        ],
+    )
+    .await;
+    let args = parse(&event_text("explain-retrieval", "agentcore.json"));
+    // The container started; an AgentCore call is a 503 while the key
+    // cannot be read, never a call let through.
+    let v = f
+        .agentcore(&args, Some(&client_context("explain-retrieval")))
+        .await;
+    assert_eq!(error_of(&v).0, "unavailable", "{v}\n{}", f.logs());
+    let bare = gateway_context(&tool_name("explain_retrieval"), None, None);
+    let anonymous = f.agentcore(&args, Some(&bare)).await;
+    assert_eq!(error_of(&anonymous).0, "unauthenticated", "{anonymous}");
+    // The HTTP route needs no key: the authorizer's principal is served (the
+    // sample's placeholder scope is the generic refusal).
+    let (status, v) = f
+        .apigw(&parse(&event_text("explain-retrieval", "apigw.json")))
+        .await;
+    assert_eq!((status, &v), (404, &generic_refusal()), "{v}");
+    // Secrets Manager is back: the next call reads the key and is checked.
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let v = f
+        .agentcore(&args, Some(&client_context("explain-retrieval")))
+        .await;
+    assert_eq!(v, generic_refusal(), "{v}\n{}", f.logs());
+    f.assert_alive();
+}
+
+#[tokio::test]
 async fn in_aws_configuration_the_proof_key_comes_from_secrets_manager() {
     let db = TestDb::with_sample("lambda_aws_proof").await;
     let secret = runtime_secret(&db);

@@ -87,8 +87,31 @@ pub enum ProofKeySetting {
     /// `MOSAIC_PRINCIPAL_PROOF_KEY`: the key itself (local runs, tests).
     Inline(proof::Key),
     /// `MOSAIC_PRINCIPAL_PROOF_SECRET_ARN`: a Secrets Manager secret whose
-    /// string is the key (feature `aws`), fetched once at init.
+    /// string is the key (feature `aws`), fetched once per container: at
+    /// init, or at the first AgentCore call after an outage at init.
     Secret(String),
+}
+
+/// Why the proof key could not be read: Secrets Manager unavailable (or
+/// timing out), which another try may heal, or a setting to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProofKeyError {
+    Unavailable(String),
+    Invalid(String),
+}
+
+impl std::fmt::Display for ProofKeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProofKeyError::Unavailable(m) | ProofKeyError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<ProofKeyError> for String {
+    fn from(e: ProofKeyError) -> String {
+        e.to_string()
+    }
 }
 
 impl ProofKeySetting {
@@ -112,38 +135,46 @@ impl ProofKeySetting {
     }
 
     /// The key, fetching the secret when configured so.
-    pub async fn load(&self) -> Result<Option<proof::Key>, String> {
+    pub async fn load(&self) -> Result<Option<proof::Key>, ProofKeyError> {
         match self {
             ProofKeySetting::None => Ok(None),
             ProofKeySetting::Inline(k) => Ok(Some(k.clone())),
             #[cfg(feature = "aws")]
             ProofKeySetting::Secret(arn) => {
+                use crate::aws::{sdk_failure, with_retries, CallPolicy, FailureKind};
                 let sdk = crate::aws::load_sdk_config().await;
                 let client = crate::aws::secrets::client(&sdk);
-                let call = client.get_secret_value().secret_id(arn).send();
-                let out = tokio::time::timeout(std::time::Duration::from_secs(5), call)
-                    .await
-                    .map_err(|_| "the principal proof key secret: timed out".to_string())?
-                    .map_err(|e| {
-                        format!(
-                            "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: cannot read the secret ({}); the \
-                             function's role needs secretsmanager:GetSecretValue on it",
-                            aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
-                        )
-                    })?;
-                let text = out.secret_string.ok_or(
-                    "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: the secret holds no string".to_string(),
-                )?;
-                proof::Key::new(&text)
-                    .map(Some)
-                    .map_err(|e| format!("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: {e}"))
+                let policy = CallPolicy::new(std::time::Duration::from_secs(5));
+                let text = with_retries(&policy, "principal proof key secret", || async {
+                    let out = client
+                        .get_secret_value()
+                        .secret_id(arn)
+                        .send()
+                        .await
+                        .map_err(|e| sdk_failure("principal proof key secret", &e))?;
+                    out.secret_string.ok_or(FailureKind::Malformed)
+                })
+                .await
+                .map_err(|f| {
+                    let message = format!(
+                        "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: cannot read the secret ({f}); the \
+                         function's role needs secretsmanager:GetSecretValue on it"
+                    );
+                    match f.kind.is_retryable() {
+                        true => ProofKeyError::Unavailable(message),
+                        false => ProofKeyError::Invalid(message),
+                    }
+                })?;
+                proof::Key::new(&text).map(Some).map_err(|e| {
+                    ProofKeyError::Invalid(format!("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN: {e}"))
+                })
             }
             #[cfg(not(feature = "aws"))]
-            ProofKeySetting::Secret(_) => Err(
+            ProofKeySetting::Secret(_) => Err(ProofKeyError::Invalid(
                 "MOSAIC_PRINCIPAL_PROOF_SECRET_ARN needs the `aws` feature; use \
                  MOSAIC_PRINCIPAL_PROOF_KEY"
                     .into(),
-            ),
+            )),
         }
     }
 }

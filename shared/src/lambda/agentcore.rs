@@ -147,7 +147,7 @@ impl Handler {
     /// its proof for this tool; when the call names none, anonymous (where
     /// allowed) only on a deployment without an interceptor (no proof key):
     /// behind one, every tool call it let through carries a principal.
-    fn agentcore_principal(
+    async fn agentcore_principal(
         &self,
         context: &AgentCoreContext,
         tool_name: &str,
@@ -158,15 +158,16 @@ impl Handler {
             unauthenticated()
         };
         let Some(claimed) = &context.principal else {
-            return match self.proof_key {
-                Some(_) => Err(refuse(proof::Refusal::Missing.as_str())),
-                None => self.anonymous(),
+            return match self.proof_key.expected() {
+                true => Err(refuse(proof::Refusal::Missing.as_str())),
+                false => self.anonymous(),
             };
         };
         let principal = Principal::parse(claimed).map_err(|_| refuse("malformed_principal"))?;
         let key = self
             .proof_key
-            .as_ref()
+            .get()
+            .await?
             .ok_or_else(|| refuse(proof::Refusal::NoKey.as_str()))?;
         let proof = context
             .proof
@@ -201,7 +202,7 @@ impl Handler {
                         ),
                     });
                 }
-                self.agentcore_principal(context, full, request_id)?
+                self.agentcore_principal(context, full, request_id).await?
             }
             (EventKind::AgentCore, unusable) => {
                 return Err(Error::Invalid {

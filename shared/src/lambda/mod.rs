@@ -110,7 +110,7 @@
 //! every invocation; never arguments or query text.
 
 pub use crate::config::{
-    build_context, EmbedderSetting, ProofKeySetting, RerankerSetting, Settings,
+    build_context, EmbedderSetting, ProofKeyError, ProofKeySetting, RerankerSetting, Settings,
 };
 use crate::context::{Ctx, Principal};
 use crate::error::{Code, Error};
@@ -159,7 +159,16 @@ const RETRY_SLACK: Duration = Duration::from_millis(100);
 pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
     serve(op.name(), async move {
         let settings = Settings::from_env()?;
-        let proof_key = settings.proof_key.load().await?;
+        let proof_key = match settings.proof_key.load().await {
+            Ok(key) => ProofKey::ready(key),
+            // Secrets Manager unavailable: the container starts (the HTTP
+            // routes need no key) and each AgentCore call tries again.
+            Err(ProofKeyError::Unavailable(e)) => {
+                tracing::warn!(error = %e, "principal proof key not read at start-up; AgentCore calls fetch it");
+                ProofKey::pending(settings.proof_key.clone())
+            }
+            Err(e @ ProofKeyError::Invalid(_)) => return Err(e.into()),
+        };
         let ctx = build_context(&settings, 1).await?;
         let handler = Handler {
             op,
@@ -170,11 +179,11 @@ pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
         tracing::info!(
             operation = op.name(),
             anonymous_allowed = handler.settings.allow_anonymous,
-            agentcore_principals = handler.proof_key.is_some(),
+            agentcore_principals = handler.proof_key.expected(),
             embedder = handler.ctx.embedder.as_ref().map(|e| e.model_id()),
             "ready"
         );
-        if handler.proof_key.is_none() {
+        if !handler.proof_key.expected() {
             tracing::warn!(
                 "no principal proof key (MOSAIC_PRINCIPAL_PROOF_SECRET_ARN or \
                  MOSAIC_PRINCIPAL_PROOF_KEY): every AgentCore principal is refused"
@@ -214,9 +223,71 @@ pub struct Handler {
     pub op: Operation,
     pub ctx: Ctx,
     pub settings: Settings,
-    /// The key of the AgentCore principal proof; `None` refuses every
-    /// AgentCore principal.
-    pub proof_key: Option<proof::Key>,
+    /// The key of the AgentCore principal proof; none configured refuses
+    /// every AgentCore principal.
+    pub proof_key: ProofKey,
+}
+
+/// The AgentCore principal proof's key as a container holds it: none
+/// configured, read, or configured and not read yet (Secrets Manager could
+/// not be reached at start-up), in which case each AgentCore call tries
+/// again and is a 503 until a read succeeds. A configured key that is not
+/// read never lets a call through as anonymous.
+pub struct ProofKey {
+    setting: ProofKeySetting,
+    key: tokio::sync::OnceCell<proof::Key>,
+}
+
+impl ProofKey {
+    /// A key already read, or none.
+    pub fn ready(key: Option<proof::Key>) -> Self {
+        match key {
+            Some(k) => Self {
+                setting: ProofKeySetting::Inline(k.clone()),
+                key: tokio::sync::OnceCell::new_with(Some(k)),
+            },
+            None => Self {
+                setting: ProofKeySetting::None,
+                key: tokio::sync::OnceCell::new(),
+            },
+        }
+    }
+
+    /// A key `setting` names and that is read on first use.
+    pub fn pending(setting: ProofKeySetting) -> Self {
+        Self {
+            setting,
+            key: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Whether a key is configured, read or not.
+    pub fn expected(&self) -> bool {
+        !matches!(self.setting, ProofKeySetting::None)
+    }
+
+    /// The key, read now if it was not: `None` when none is configured, an
+    /// `unavailable` error while it cannot be read.
+    pub async fn get(&self) -> Result<Option<&proof::Key>, Error> {
+        if !self.expected() {
+            return Ok(None);
+        }
+        let key = self
+            .key
+            .get_or_try_init(|| async {
+                match self.setting.load().await {
+                    Ok(Some(k)) => Ok(k),
+                    Ok(None) => Err("no key".to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "principal proof key unavailable");
+                Error::Unavailable("principal proof key".into())
+            })?;
+        Ok(Some(key))
+    }
 }
 
 #[async_trait::async_trait]
