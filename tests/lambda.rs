@@ -2223,6 +2223,21 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
     }
 }
 
+/// explain-retrieval in the AWS configuration, its principal-proof key in
+/// the stub's secret `proof_arn`.
+async fn explain_with_proof_secret(db: &TestDb, stub: &AwsStub, proof_arn: &str) -> Function {
+    start_as_in_aws(
+        "explain-retrieval",
+        db,
+        stub,
+        &[
+            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
+            ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
+        ],
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_secrets_manager_outage_at_start_up_leaves_the_http_routes_serving() {
     // Secrets Manager answers 503 for the proof key until told otherwise;
@@ -2244,16 +2259,7 @@ async fn a_secrets_manager_outage_at_start_up_leaves_the_http_routes_serving() {
         }
     })
     .await;
-    let mut f = start_as_in_aws(
-        "explain-retrieval",
-        &db,
-        &stub,
-        &[
-            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
-            ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
-        ],
-    )
-    .await;
+    let mut f = explain_with_proof_secret(&db, &stub, proof_arn).await;
     let args = parse(&event_text("explain-retrieval", "agentcore.json"));
     // The container started; an AgentCore call is a 503 while the key
     // cannot be read, never a call let through.
@@ -2293,16 +2299,7 @@ async fn in_aws_configuration_the_proof_key_comes_from_secrets_manager() {
         StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": text}))
     })
     .await;
-    let mut f = start_as_in_aws(
-        "explain-retrieval",
-        &db,
-        &stub,
-        &[
-            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
-            ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
-        ],
-    )
-    .await;
+    let mut f = explain_with_proof_secret(&db, &stub, proof_arn).await;
     // The interceptor's proof (same key) is accepted; a refusal for the
     // placeholder scope shows the call got past the principal check.
     let args = parse(&event_text("explain-retrieval", "agentcore.json"));
