@@ -423,7 +423,13 @@ async fn column_at_start(ctx: &Ctx) -> Option<Option<usize>> {
         }
     };
     match crate::db::embedding_dimension(&conn).await {
-        Ok(dim) => Some(dim),
+        Ok(dim) => {
+            // The searches' check of a query vector needs it too.
+            if let Some(d) = dim {
+                ctx.embedding_column.get_or_init(|| d);
+            }
+            Some(dim)
+        }
         Err(e) => {
             tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
             None

@@ -15,7 +15,7 @@ use crate::rerank::Reranker;
 use crate::search::arms::{Eligibility, PriceShare, PriceStats};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio_postgres::GenericClient;
 
@@ -35,33 +35,11 @@ pub struct Ctx {
     pub catalog: CatalogSize,
     /// The price column's statistics as a search last read them.
     pub price_stats: PriceStatsCache,
-    /// The dimension of the database's embedding column, once a search
-    /// read it.
-    pub embedding_column: EmbeddingColumn,
-}
-
-/// The dimension of `search.product_projection.embedding` (0: no such
-/// column), read by the first search that embeds a query and kept by the
-/// context's clones: a migration never changes it in place.
-#[derive(Clone, Debug)]
-pub struct EmbeddingColumn(Arc<AtomicI64>);
-
-impl Default for EmbeddingColumn {
-    fn default() -> Self {
-        EmbeddingColumn(Arc::new(AtomicI64::new(-1)))
-    }
-}
-
-impl EmbeddingColumn {
-    /// The dimension read, if a search has read it.
-    pub fn known(&self) -> Option<usize> {
-        usize::try_from(self.0.load(Ordering::Relaxed)).ok()
-    }
-
-    /// Remembers the dimension a search read.
-    pub fn remember(&self, dimension: usize) {
-        self.0.store(dimension as i64, Ordering::Relaxed);
-    }
+    /// The dimension of `search.product_projection.embedding`, read once
+    /// the column exists (at start-up, or by the first search that embeds a
+    /// query) and kept by the context's clones: a migration never changes it
+    /// in place.
+    pub embedding_column: Arc<OnceLock<usize>>,
 }
 
 /// The price column's statistics ([`PriceStats`]) as a search last read
@@ -242,7 +220,7 @@ impl Ctx {
             reader: None,
             catalog: CatalogSize::default(),
             price_stats: PriceStatsCache::default(),
-            embedding_column: EmbeddingColumn::default(),
+            embedding_column: Arc::default(),
         }
     }
 
@@ -258,12 +236,6 @@ impl Ctx {
             Some(r) => (&r.pool, &r.canceller),
             None => (&self.pool, &self.canceller),
         }
-    }
-
-    /// A connection for the search's candidate reads ([`read_pool`](Self::read_pool)).
-    pub async fn read_conn(&self) -> Result<crate::db::Conn, deadpool_postgres::PoolError> {
-        let (pool, canceller) = self.read_pool();
-        crate::db::Conn::get(pool, canceller).await
     }
 
     /// The connection of a search's candidate reads. With a read pool, its

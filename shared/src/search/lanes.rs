@@ -404,19 +404,21 @@ async fn embedding(
 /// warning otherwise: a vector of another dimension (an embedder that does
 /// not match the migrated column) would fail the arm's statements and the
 /// search with them, where DESIGN's rule for a failed embedding is to skip
-/// the arm. The column's dimension is read through `tx` once per context.
+/// the arm. The column's dimension is read through `tx` once per context,
+/// unless the start-up read it ([`Ctx::embedding_column`]).
 async fn fits_column(
     ctx: &Ctx,
     tx: &Client,
     v: pgvector::Vector,
 ) -> Result<Result<pgvector::Vector, String>, tokio_postgres::Error> {
-    let column = match ctx.embedding_column.known() {
-        Some(d) => d,
-        None => {
-            let d = crate::db::embedding_dimension(tx).await?.unwrap_or(0);
-            ctx.embedding_column.remember(d);
-            d
-        }
+    let column = match ctx.embedding_column.get() {
+        Some(&d) => d,
+        // Kept once the column exists; a database not migrated yet (0) is
+        // asked again by the next search.
+        None => match crate::db::embedding_dimension(tx).await? {
+            Some(d) => *ctx.embedding_column.get_or_init(|| d),
+            None => 0,
+        },
     };
     let n = v.as_slice().len();
     Ok(match n == column {
