@@ -336,18 +336,66 @@ async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
 
     // A pool whose arrays do not hold `pool_size` members each is refused,
     // and nothing of it is written.
-    let before: i64 = owner
-        .query_one("SELECT count(*) FROM receipts.search_events", &[])
-        .await
-        .unwrap()
-        .get(0);
     let short = record_sql("alice", &["P0000001", "P0000002"], 1, 3);
     let longer_ids = record_sql("alice", &["P0000001"], 1, 1).replacen(
         "ARRAY['P0000001']::text[]",
         "ARRAY['P0000001','P0000002']::text[]",
         1,
     );
-    for sql in [short, longer_ids] {
+    // Nor is a grant the event's authorization does not cover (migration
+    // 0027): a member granted beyond `authorized_limit`, a served member
+    // not granted within it, no authorization at all, served ranks that
+    // are not 1..served_count, or a replay of another principal's event.
+    let three = ["P0000001", "P0000002", "P0000003"];
+    let valid = record_sql("alice", &three, 2, 3);
+    let granted_beyond = valid.replacen(
+        "ARRAY[true,true,false]::bool[]",
+        "ARRAY[true,true,true]::bool[]",
+        1,
+    );
+    let within_not_granted = valid.replacen(
+        "ARRAY[true,true,false]::bool[]",
+        "ARRAY[true,false,false]::bool[]",
+        1,
+    );
+    let unauthorized = valid.replacen("10, 2, 2,", "10, NULL, 2,", 1);
+    let ranks_repeated = valid.replacen(
+        "ARRAY[1,2,NULL]::int[], ARRAY[true",
+        "ARRAY[1,1,NULL]::int[], ARRAY[true",
+        1,
+    );
+    let count_short = valid.replacen("10, 2, 2,", "10, 2, 1,", 1);
+    let bobs = recorded("bob").await;
+    let replays_other = valid.replacen(
+        "'{}', NULL, NULL, NULL, NULL,",
+        &format!("'{{}}', '{bobs}', 'recorded', '{{}}', NULL,"),
+        1,
+    );
+    let replays_own = valid.replacen(
+        "'{}', NULL, NULL, NULL, NULL,",
+        &format!("'{{}}', '{event}', 'recorded', '{{}}', NULL,"),
+        1,
+    );
+    let refused = [
+        granted_beyond,
+        within_not_granted,
+        unauthorized,
+        ranks_repeated,
+        count_short,
+        replays_other,
+    ];
+    for sql in &refused {
+        assert_ne!(sql, &valid, "each case changes the valid call");
+    }
+    // The valid call and a replay of the principal's own event are taken.
+    rt.batch_execute(&valid).await.unwrap();
+    rt.batch_execute(&replays_own).await.unwrap();
+    let before: i64 = owner
+        .query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    for sql in [short, longer_ids].into_iter().chain(refused) {
         let err = rt.batch_execute(&sql).await.expect_err(&sql);
         assert_eq!(
             err.code(),

@@ -72,6 +72,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(24, "0024_domain_vectors.sql"),
     migration!(25, "0025_term_domains.sql"),
     migration!(26, "0026_receipt_functions.sql"),
+    migration!(27, "0027_receipt_grant_checks.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
