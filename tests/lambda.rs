@@ -2225,41 +2225,58 @@ async fn the_identity_interceptor_sets_a_principal_the_functions_accept() {
 
 /// explain-retrieval in the AWS configuration, its principal-proof key in
 /// the stub's secret `proof_arn`.
-async fn explain_with_proof_secret(db: &TestDb, stub: &AwsStub, proof_arn: &str) -> Function {
-    start_as_in_aws(
-        "explain-retrieval",
-        db,
-        stub,
-        &[
-            ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
-            ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
-        ],
-    )
-    .await
+async fn explain_with_proof_secret(
+    db: &TestDb,
+    stub: &AwsStub,
+    proof_arn: &str,
+    env: &[(&str, &str)],
+) -> Function {
+    let mut all = vec![
+        ("MOSAIC_PRINCIPAL_PROOF_KEY", ""),
+        ("MOSAIC_PRINCIPAL_PROOF_SECRET_ARN", proof_arn),
+    ];
+    all.extend_from_slice(env);
+    start_as_in_aws("explain-retrieval", db, stub, &all).await
 }
 
 #[tokio::test]
 async fn a_secrets_manager_outage_at_start_up_leaves_the_http_routes_serving() {
-    // Secrets Manager answers 503 for the proof key until told otherwise;
-    // the database secret is served all along.
+    // Secrets Manager answers 503 for the proof key, then answers it too
+    // slowly, then well; the database secret is served all along.
     let db = TestDb::with_sample("lambda_proof_outage").await;
     let secret = runtime_secret(&db);
     let proof_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mosaic/proof-Outage";
-    let down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    const DOWN: u8 = 0;
+    const SLOW: u8 = 1;
+    const UP: u8 = 2;
+    let state = Arc::new(std::sync::atomic::AtomicU8::new(DOWN));
     let stub = AwsStub::start({
-        let down = down.clone();
-        move |req| match req.body["SecretId"] == proof_arn {
-            true if down.load(std::sync::atomic::Ordering::SeqCst) => {
-                StubReply::error(503, "ServiceUnavailableException")
+        let state = state.clone();
+        move |req| {
+            let key = || StubReply::json11(&json!({"ARN": proof_arn, "SecretString": PROOF_KEY}));
+            match req.body["SecretId"] == proof_arn {
+                true => match state.load(std::sync::atomic::Ordering::SeqCst) {
+                    DOWN => StubReply::error(503, "ServiceUnavailableException"),
+                    // Within the key read's own attempt timeout (3.3 s):
+                    // only the invocation's deadline can cut it.
+                    SLOW => key().after(Duration::from_millis(2_500)),
+                    _ => key(),
+                },
+                false => StubReply::json11(
+                    &json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}),
+                ),
             }
-            true => StubReply::json11(&json!({"ARN": proof_arn, "SecretString": PROOF_KEY})),
-            false => StubReply::json11(
-                &json!({"ARN": req.body["SecretId"], "SecretString": secret.to_string()}),
-            ),
         }
     })
     .await;
-    let mut f = explain_with_proof_secret(&db, &stub, proof_arn).await;
+    // A request deadline of 1.5 s bounds each invocation to about that.
+    let mut f = explain_with_proof_secret(
+        &db,
+        &stub,
+        proof_arn,
+        &[("MOSAIC_REQUEST_DEADLINE_MS", "1500")],
+    )
+    .await;
     let args = parse(&event_text("explain-retrieval", "agentcore.json"));
     // The container started; an AgentCore call is a 503 while the key
     // cannot be read, never a call let through.
@@ -2276,8 +2293,22 @@ async fn a_secrets_manager_outage_at_start_up_leaves_the_http_routes_serving() {
         .apigw(&parse(&event_text("explain-retrieval", "apigw.json")))
         .await;
     assert_eq!((status, &v), (404, &generic_refusal()), "{v}");
+    // Secrets Manager answers after the invocation's deadline: the call is
+    // a 503 within it, not an answer past it.
+    state.store(SLOW, std::sync::atomic::Ordering::SeqCst);
+    let t = Instant::now();
+    let v = f
+        .agentcore(&args, Some(&client_context("explain-retrieval")))
+        .await;
+    assert_eq!(error_of(&v).0, "unavailable", "{v}\n{}", f.logs());
+    // It did not wait for Secrets Manager's answer.
+    assert!(
+        t.elapsed() < Duration::from_millis(2_500),
+        "{:?}",
+        t.elapsed()
+    );
     // Secrets Manager is back: the next call reads the key and is checked.
-    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    state.store(UP, std::sync::atomic::Ordering::SeqCst);
     let v = f
         .agentcore(&args, Some(&client_context("explain-retrieval")))
         .await;
@@ -2299,7 +2330,7 @@ async fn in_aws_configuration_the_proof_key_comes_from_secrets_manager() {
         StubReply::json11(&json!({"ARN": req.body["SecretId"], "SecretString": text}))
     })
     .await;
-    let mut f = explain_with_proof_secret(&db, &stub, proof_arn).await;
+    let mut f = explain_with_proof_secret(&db, &stub, proof_arn, &[]).await;
     // The interceptor's proof (same key) is accepted; a refusal for the
     // placeholder scope shows the call got past the principal check.
     let args = parse(&event_text("explain-retrieval", "agentcore.json"));

@@ -37,6 +37,8 @@ pub struct StubReply {
     pub content_type: &'static str,
     pub headers: Vec<(&'static str, String)>,
     pub body: String,
+    /// How long the stub waits before it answers.
+    pub delay: std::time::Duration,
 }
 
 impl StubReply {
@@ -47,6 +49,7 @@ impl StubReply {
             content_type: "application/x-amz-json-1.1",
             headers: Vec::new(),
             body: body.to_string(),
+            delay: std::time::Duration::ZERO,
         }
     }
 
@@ -57,6 +60,7 @@ impl StubReply {
             content_type: "application/json",
             headers: Vec::new(),
             body: body.to_string(),
+            delay: std::time::Duration::ZERO,
         }
     }
 
@@ -67,7 +71,14 @@ impl StubReply {
             content_type: "application/json",
             headers: vec![("x-amzn-errortype", error_type.to_string())],
             body: r#"{"message":"stub failure detail"}"#.into(),
+            delay: std::time::Duration::ZERO,
         }
+    }
+
+    /// The same answer, `delay` later.
+    pub fn after(mut self, delay: std::time::Duration) -> Self {
+        self.delay = delay;
+        self
     }
 }
 
@@ -141,6 +152,7 @@ async fn serve(conn: TcpStream, stub: AwsStub, handler: Arc<Handler>) {
         };
         stub.requests.lock().unwrap().push(request.clone());
         let reply = handler(&request);
+        tokio::time::sleep(reply.delay).await;
         let mut head = format!(
             "HTTP/1.1 {} Stub\r\ncontent-type: {}\r\ncontent-length: {}\r\nx-amzn-requestid: stub\r\n",
             reply.status,

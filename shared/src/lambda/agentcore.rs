@@ -152,6 +152,7 @@ impl Handler {
         context: &AgentCoreContext,
         tool_name: &str,
         request_id: &str,
+        budget: Duration,
     ) -> Result<Principal, Error> {
         let refuse = |reason: &str| {
             tracing::warn!(request_id, reason, "AgentCore principal refused");
@@ -164,10 +165,18 @@ impl Handler {
             };
         };
         let principal = Principal::parse(claimed).map_err(|_| refuse("malformed_principal"))?;
-        let key = self
-            .proof_key
-            .get()
-            .await?
+        // A key still to be read is read within the invocation's budget:
+        // a slow Secrets Manager makes the call a 503 in time, never an
+        // answer past the invocation's deadline.
+        let key = tokio::time::timeout(budget, self.proof_key.get())
+            .await
+            .map_err(|_| {
+                tracing::warn!(
+                    request_id,
+                    "principal proof key: the invocation's deadline passed"
+                );
+                Error::Unavailable("principal proof key".into())
+            })??
             .ok_or_else(|| refuse(proof::Refusal::NoKey.as_str()))?;
         let proof = context
             .proof
@@ -188,6 +197,7 @@ impl Handler {
         request_id: &str,
         budget: Duration,
     ) -> Result<Value, Error> {
+        let started = Instant::now();
         let principal = match (kind, &context.tool_name) {
             (EventKind::AgentCore, Some(Ok(full))) => {
                 let tool = AgentCoreContext::tool(full);
@@ -202,7 +212,8 @@ impl Handler {
                         ),
                     });
                 }
-                self.agentcore_principal(context, full, request_id).await?
+                self.agentcore_principal(context, full, request_id, budget)
+                    .await?
             }
             (EventKind::AgentCore, unusable) => {
                 return Err(Error::Invalid {
@@ -237,6 +248,8 @@ impl Handler {
             )
         };
         let unavailable = |r: &Result<Value, Error>| matches!(r, Err(Error::Unavailable(_)));
+        // What the principal's check left of the budget.
+        let budget = budget.saturating_sub(started.elapsed());
         let out = self
             .within_budget(budget, request_id, attempt, unavailable)
             .await
