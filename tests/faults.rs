@@ -14,6 +14,10 @@
 //!   searches): every open connection cut and new ones refused for a
 //!   second, then the database back.
 //!
+//! - a catalog import that commits between the arms' statements and
+//!   hydration (the proxy holds the hydration statement while the test
+//!   commits): a product that left the filters meanwhile is not served.
+//!
 //! Whatever the fault, every 200 has its receipt (after the restart: the
 //! event, `served_count` equal to the results, the candidate rows equal to
 //! the pool size, exactly the first `authorized_limit` results granted),
@@ -43,11 +47,25 @@ enum Fault {
     CutBeforeCommit = 2,
     /// Stop relaying in both directions at the COMMIT; keep the sockets.
     HalfOpen = 3,
+    /// Hold the next hydration statement until the test releases it.
+    HoldHydration = 4,
+}
+
+/// The hydration statement's own text (`shared/src/search/sql/hydrate.sql`).
+const HYDRATION_MARK: &[u8] = b"CASE WHEN $12 THEN pp.document";
+
+/// A held statement: the proxy says when it holds one, the test when to
+/// forward it.
+#[derive(Default)]
+struct Hold {
+    held: tokio::sync::Notify,
+    release: tokio::sync::Notify,
 }
 
 struct Proxy {
     addr: SocketAddr,
     fault: Arc<AtomicU8>,
+    hold: Arc<Hold>,
     /// While set, new connections are closed as soon as they are accepted.
     down: Arc<AtomicBool>,
     /// Bumped to cut every open connection.
@@ -84,10 +102,11 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let fault = Arc::new(AtomicU8::new(Fault::None as u8));
+        let hold = Arc::new(Hold::default());
         let down = Arc::new(AtomicBool::new(false));
         let cut = Arc::new(tokio::sync::watch::channel(0u64).0);
         let task = {
-            let (fault, down, cut) = (fault.clone(), down.clone(), cut.clone());
+            let (fault, hold, down, cut) = (fault.clone(), hold.clone(), down.clone(), cut.clone());
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
                     if down.load(Ordering::SeqCst) {
@@ -98,7 +117,7 @@ impl Proxy {
                         continue;
                     };
                     let mut cut = cut.subscribe();
-                    let relayed = relay(client, server, fault.clone());
+                    let relayed = relay(client, server, fault.clone(), hold.clone());
                     tokio::spawn(async move {
                         // A cut drops the relay, and with it both sockets.
                         tokio::select! {
@@ -112,6 +131,7 @@ impl Proxy {
         Proxy {
             addr,
             fault,
+            hold,
             down,
             cut,
             task,
@@ -133,8 +153,9 @@ impl Proxy {
 }
 
 /// Relays one connection; when the client side sends the COMMIT of a
-/// transaction that wrote a receipt, applies the armed fault once.
-async fn relay(client: TcpStream, server: TcpStream, fault: Arc<AtomicU8>) {
+/// transaction that wrote a receipt, applies the armed fault once (or, for
+/// [`Fault::HoldHydration`], holds the hydration statement until released).
+async fn relay(client: TcpStream, server: TcpStream, fault: Arc<AtomicU8>, hold: Arc<Hold>) {
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
@@ -147,6 +168,19 @@ async fn relay(client: TcpStream, server: TcpStream, fault: Arc<AtomicU8>) {
                 Ok(n) => n,
             };
             let chunk = &buf[..n];
+            if contains(chunk, HYDRATION_MARK)
+                && fault
+                    .compare_exchange(
+                        Fault::HoldHydration as u8,
+                        Fault::None as u8,
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                    )
+                    .is_ok()
+            {
+                hold.held.notify_one();
+                hold.release.notified().await;
+            }
             wrote_receipt |= contains(chunk, b"receipts.record(");
             if wrote_receipt && contains(chunk, b"COMMIT") {
                 wrote_receipt = false;
@@ -301,8 +335,96 @@ async fn a_connection_cut_around_the_receipt_commit_never_yields_a_200_without_i
                 assert_eq!(status, 503, "{body}");
                 assert!(took < Duration::from_secs(4), "half-open took {took:?}");
             }
+            Fault::HoldHydration => unreachable!(),
         }
     }
+}
+
+#[tokio::test]
+async fn a_product_that_leaves_the_filters_while_a_search_runs_is_not_served() {
+    let db = TestDb::with_sample("faults_hydration").await;
+    let (proxy, proxied) = Proxy::in_front_of(&db).await;
+    let ctx = Ctx::from_url(&proxied, 2, RetrievalProfile::default())
+        .unwrap()
+        .with_embedder(Arc::new(mosaic::embed::HashingEmbedder::new(384)));
+    let mut owner = db.owner().await;
+    // Everything under 1,000.00 qualifies at first.
+    const MAX: i64 = 100_000;
+    let searched = |ctx: &Ctx| {
+        let body = json!({"query": "espresso machine", "rerank": false,
+                          "filters": {"max_price_cents": MAX}})
+        .to_string();
+        let ctx = ctx.clone();
+        async move {
+            let resp = http::handle(
+                &ctx,
+                &Principal("local:faults".into()),
+                HttpRequest {
+                    method: "POST",
+                    path: "/api/search",
+                    query: "",
+                    body: body.as_bytes(),
+                    request_id: "faults",
+                },
+            )
+            .await;
+            assert_eq!(resp.status, 200);
+            serde_json::from_slice::<Value>(&resp.body).unwrap()
+        }
+    };
+    let ids = |v: &Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["product_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = searched(&ctx).await;
+    let top = ids(&first)[0].clone();
+    // The same search again, its hydration held while an import raises the
+    // first result's price past the filter (the catalog and the projection
+    // in one transaction, as `mosaic import` writes them) and commits.
+    proxy.arm(Fault::HoldHydration);
+    let raise = async {
+        proxy.hold.held.notified().await;
+        let tx = owner.transaction().await.unwrap();
+        tx.execute(
+            "UPDATE catalog.products SET price_cents = $2 WHERE product_id = $1",
+            &[&top, &(MAX + 1)],
+        )
+        .await
+        .unwrap();
+        tx.execute("SELECT search.refresh_projection(ARRAY[$1::text])", &[&top])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        proxy.hold.release.notify_one();
+    };
+    let (second, ()) = tokio::join!(searched(&ctx), raise);
+    let served = ids(&second);
+    assert!(
+        !served.contains(&top),
+        "{top} served above the filter: {second}"
+    );
+    for r in second["results"].as_array().unwrap() {
+        assert!(r["price_cents"].as_i64().unwrap() <= MAX, "{r}");
+    }
+    // The arms still found it; its receipt's pool does not hold it either.
+    let id: uuid::Uuid = second["search_event_id"].as_str().unwrap().parse().unwrap();
+    let pooled: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM receipts.search_candidates
+              WHERE search_event_id = $1 AND product_id = $2",
+            &[&id, &top],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(pooled, 0);
+    // The others keep their order.
+    let before = ids(&first);
+    assert_eq!(served[..before.len() - 1], before[1..]);
 }
 
 /// One search of the load run and what it answered.

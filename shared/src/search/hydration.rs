@@ -145,9 +145,11 @@ pub(super) struct HydrateOutcome {
 /// the query's lexemes, read in the read-only transaction the candidates
 /// left open on `client` (bounded by its `statement_timeout`), which this
 /// ends: the reranker itself touches no connection. Members whose product
-/// is gone are dropped.
+/// is gone, or no longer passes `elig` (a catalog import committed since
+/// the arms read it), are dropped.
 pub(super) async fn hydrate(
     client: &mut tokio_postgres::Client,
+    elig: &Eligibility,
     mut members: Vec<Member>,
     positive: Option<&str>,
     reads_catalog: bool,
@@ -167,15 +169,9 @@ pub(super) async fn hydrate(
             _ => Ok(Vec::new()),
         }
     };
-    let params = [
-        (
-            &ids as &(dyn tokio_postgres::types::ToSql + Sync),
-            Type::TEXT_ARRAY,
-        ),
-        (&reads_catalog, Type::BOOL),
-    ];
+    let params = elig.typed(&[(&ids, Type::TEXT_ARRAY), (&reads_catalog, Type::BOOL)]);
     let (rows, lexeme_rows, _) = tokio::try_join!(
-        client.query_typed(include_str!("sql/hydrate.sql"), &params),
+        client.query_typed(arms::HYDRATE_SQL, &params),
         lexemes,
         crate::db::commit(client),
     )?;

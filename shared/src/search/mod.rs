@@ -234,6 +234,9 @@ struct Trace {
 
 /// The candidates before hydration (stages 2–5).
 struct Candidates {
+    /// The filters and negated terms the arms applied, which hydration
+    /// checks again.
+    elig: Eligibility,
     strategy: Strategy,
     arms: ArmResults,
     members: Vec<Member>,
@@ -286,7 +289,13 @@ async fn pipeline(
     // The arms' extra lanes commit while hydration reads (and ends the
     // search connection's transaction): both in the same round trip.
     let (mut pool, ()) = tokio::try_join!(
-        hydrate(&mut conn, found.members, positive.as_deref(), reads_catalog),
+        hydrate(
+            &mut conn,
+            &found.elig,
+            found.members,
+            positive.as_deref(),
+            reads_catalog
+        ),
         async { lanes::finish(found.spare).await.map_err(Error::from) },
     )?;
     trace.timings.insert("hydrate", pool.ms);
@@ -341,7 +350,7 @@ async fn candidates(
 ) -> Result<Candidates, Error> {
     let elig = Eligibility::with_query(&req.filters, req.normalized_query.as_deref());
     let Some(q) = req.normalized_query.as_deref() else {
-        return metadata_only(client, &elig, &ctx.profile, trace).await;
+        return metadata_only(client, elig, &ctx.profile, trace).await;
     };
     let positive = positive.unwrap_or(q);
     let out = lanes::run_arms(ctx, client, variant, &elig, q, positive).await?;
@@ -381,6 +390,7 @@ async fn candidates(
         trigram: Some(out.trigram),
     };
     Ok(Candidates {
+        elig,
         strategy,
         arms,
         members,
@@ -391,7 +401,7 @@ async fn candidates(
 /// A metadata-only search: the eligible products in the filters' order.
 async fn metadata_only(
     client: &mut tokio_postgres::Client,
-    elig: &Eligibility,
+    elig: Eligibility,
     profile: &crate::profile::RetrievalProfile,
     trace: &mut Trace,
 ) -> Result<Candidates, Error> {
@@ -403,7 +413,7 @@ async fn metadata_only(
     let client = &*client;
     let (_, ids) = tokio::try_join!(
         lanes::open(client, profile),
-        arms::metadata_only(client, elig, profile.pool_size as i64),
+        arms::metadata_only(client, &elig, profile.pool_size as i64),
     )?;
     trace.timings.insert("metadata", arms::ms_since(t));
     let members = ids
@@ -412,6 +422,7 @@ async fn metadata_only(
         .map(|(i, id)| Member::filtered(id, i as i32 + 1))
         .collect();
     Ok(Candidates {
+        elig,
         strategy: Strategy::MetadataOnly,
         arms: ArmResults::default(),
         members,

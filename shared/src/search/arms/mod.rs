@@ -75,6 +75,8 @@ pub const EXACT_IDENTIFIER_SQL: &str = include_str!("../sql/exact_identifier.sql
 pub const METADATA_ONLY_SQL: &str = include_str!("../sql/metadata_only.sql");
 pub const ELIGIBLE_AMONG_SQL: &str = include_str!("../sql/eligible_among.sql");
 pub const PRICE_STATS_SQL: &str = include_str!("../sql/price_stats.sql");
+/// The pool's catalog fields, the eligibility checked again (hydration).
+pub const HYDRATE_SQL: &str = include_str!("../sql/hydrate.sql");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -663,6 +665,7 @@ mod tests {
             ("exact_identifier", EXACT_IDENTIFIER_SQL),
             ("metadata_only", METADATA_ONLY_SQL),
             ("eligible_among", ELIGIBLE_AMONG_SQL),
+            ("hydrate", HYDRATE_SQL),
         ] {
             let block = match name.ends_with("price on rows") {
                 true => on_rows.as_str(),
@@ -671,8 +674,12 @@ mod tests {
             let at = sql
                 .find(block)
                 .unwrap_or_else(|| panic!("{name} lacks the eligibility predicate"));
-            let limit = sql.rfind("LIMIT").expect("every arm has a LIMIT");
-            assert!(at < limit, "{name}: eligibility must come before the LIMIT");
+            // Hydration reads the pool by id, without a LIMIT.
+            if let Some(limit) = sql.rfind("LIMIT") {
+                assert!(at < limit, "{name}: eligibility must come before the LIMIT");
+            } else {
+                assert_eq!(name, "hydrate", "every arm has a LIMIT");
+            }
         }
     }
 

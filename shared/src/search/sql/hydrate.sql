@@ -1,10 +1,28 @@
--- The pool's catalog fields, in one read; with $2 (the pool will be
+-- The pool's catalog fields, in one read; with $12 (the pool will be
 -- reranked by a reranker that scores from the catalog, the local one) also
 -- the projection's lexical document.
--- $1 product ids, $2 reads_catalog
+-- The arms found the pool in earlier statements, each on its own snapshot,
+-- and a catalog import may have committed since: the eligibility predicate
+-- is checked again on the rows read here, which are the values served, so a
+-- product whose price, availability or text no longer passes the filters
+-- is dropped like one deleted meanwhile (an import writes the catalog and
+-- the projection in one transaction, so the two agree on this snapshot).
+-- $1..$10 the eligibility parameters, $11 product ids, $12 reads_catalog
 SELECT p.product_id, p.sku, p.model, p.brand, p.title, p.domain, p.category_key, p.description,
        p.price_cents, p.currency, p.rating, p.availability, p.attributes, p.source_uri, p.revision,
-       CASE WHEN $2 THEN pp.document::text END AS document
+       CASE WHEN $12 THEN pp.document::text END AS document
 FROM catalog.products p
-LEFT JOIN search.product_projection pp ON pp.product_id = p.product_id
-WHERE p.product_id = ANY ($1)
+JOIN search.product_projection pp ON pp.product_id = p.product_id
+WHERE p.product_id = ANY ($11)
+      -- eligibility: every hard filter and negated term, before any LIMIT ($1..$10; NULL = unconstrained)
+      AND ($1::text IS NULL OR pp.domain = $1)
+      AND ($2::text IS NULL OR pp.category_key = $2)
+      AND ($3::text IS NULL OR pp.brand_key = lower($3))
+      AND ($4::text[] IS NULL OR pp.availability = ANY ($4))
+      AND (NOT $5::boolean OR pp.in_stock)
+      AND ($6::bigint IS NULL OR pp.price_cents >= $6)
+      AND ($7::bigint IS NULL OR pp.price_cents <= $7)
+      AND ($8::real IS NULL OR pp.rating >= $8)
+      AND ($9::jsonb IS NULL OR pp.attributes @> $9)
+      AND ($10::text[] IS NULL OR NOT EXISTS (
+          SELECT 1 FROM unnest($10::text[]) AS neg (word) WHERE pp.embedding_text ~* ('\m' || neg.word || '\M')))
