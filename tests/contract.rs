@@ -265,6 +265,17 @@ fn the_text_patterns_are_what_the_validator_calls_text() {
         .as_str()
         .unwrap();
     assert_eq!(query, question);
+    // A filter string counts as a filter on the same terms (the validator
+    // reads one without a visible character as no filter).
+    for key in ["domain", "category_key", "brand"] {
+        let branch = search["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["required"] == json!([key]))
+            .unwrap();
+        assert_eq!(branch["properties"][key]["pattern"], query, "{key}");
+    }
     // Spelled out, without `\s`, whose meaning differs between the
     // regex engines of clients (ECMA-262) and this test.
     assert!(!query.contains("\\s") && !query.contains("\\S"), "{query}");

@@ -130,7 +130,9 @@ pub fn check_text(field: &str, s: &str, kind: TextKind) -> Result<(), Error> {
 }
 
 /// An optional string: trimmed, at most `max` characters, `None` when null
-/// or empty.
+/// or without a visible character (whitespace and invisible characters
+/// alone, as [`normalize_query`] drops them: the contract's patterns say
+/// the same).
 pub(crate) fn string(
     v: &Value,
     field: &str,
@@ -148,7 +150,7 @@ pub(crate) fn string(
                     format!("`{field}` is longer than {max} characters"),
                 ));
             }
-            Ok((!t.is_empty()).then(|| t.to_string()))
+            Ok((!normalize_query(t).is_empty()).then(|| t.to_string()))
         }
         _ => Err(Error::invalid(field, format!("`{field}` must be a string"))),
     }
@@ -207,20 +209,26 @@ fn parse_filter(filters: &mut Filters, key: &str, v: &Value, path: &str) -> Resu
     Ok(())
 }
 
-/// The `availability` filter: one catalog availability or a list of 1 to 6.
+/// The `availability` filter: one catalog availability or a list of 1 to 6,
+/// each exactly as the contract spells it (an empty or padded value is
+/// unknown, as the contract's enumeration has it).
 fn availability(v: &Value, path: &str) -> Result<Option<Vec<String>>, Error> {
+    let value = |i: &Value| match i {
+        Value::String(s) => {
+            check_text(path, s, TextKind::Token)?;
+            Ok(s.clone())
+        }
+        _ => Err(Error::invalid(
+            path,
+            format!("`{path}` must be a string or a list of 1 to 6 strings"),
+        )),
+    };
     let values = match v {
         Value::Null => None,
-        Value::String(_) => string(v, path, 32, TextKind::Token)?.map(|s| vec![s]),
-        Value::Array(items) if !items.is_empty() && items.len() <= 6 => Some(
-            items
-                .iter()
-                .map(|i| {
-                    string(i, path, 32, TextKind::Token)?
-                        .ok_or_else(|| Error::invalid(path, "empty availability value"))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+        Value::String(_) => Some(vec![value(v)?]),
+        Value::Array(items) if !items.is_empty() && items.len() <= 6 => {
+            Some(items.iter().map(value).collect::<Result<Vec<_>, _>>()?)
+        }
         _ => {
             return Err(Error::invalid(
                 path,
@@ -236,7 +244,8 @@ fn availability(v: &Value, path: &str) -> Result<Option<Vec<String>>, Error> {
             return Err(Error::invalid(
                 path,
                 format!(
-                    "unknown availability `{bad}`; use one of {}",
+                    "unknown availability `{}`; use one of {}",
+                    crate::error::shown_key(bad),
                     crate::catalog::AVAILABILITY.join(", ")
                 ),
             ));
@@ -578,6 +587,50 @@ mod tests {
             assert_eq!(
                 serde_json::to_value(&r.filters).unwrap()["min_rating"],
                 echoed
+            );
+        }
+    }
+
+    #[test]
+    fn a_filter_string_without_a_visible_character_is_no_filter() {
+        // As the contract's patterns have it: whitespace and invisible
+        // characters alone are no filter, so alone they are no search.
+        for blank in ["", " ", "\u{FEFF}", "\u{200B}", "\u{2060} \u{00AD}"] {
+            for key in ["domain", "category_key", "brand"] {
+                let r = parse(json!({"query": "kettle", "filters": {key: blank}})).unwrap();
+                assert_eq!(r.filters, Filters::default(), "{key}={blank:?}");
+                let e = parse(json!({"filters": {key: blank}})).unwrap_err();
+                assert_eq!(
+                    e.code(),
+                    crate::error::Code::InvalidArgument,
+                    "{key}={blank:?}"
+                );
+            }
+        }
+        let r = parse(json!({"filters": {"brand": " Acme "}})).unwrap();
+        assert_eq!(r.filters.brand.as_deref(), Some("Acme"));
+    }
+
+    #[test]
+    fn availability_is_one_of_the_contracts_values_exactly() {
+        for written in [json!("in_stock"), json!(["in_stock", "preorder"])] {
+            let r = parse(json!({"query": "x", "filters": {"availability": written}})).unwrap();
+            assert!(r.filters.availability.is_some(), "{written}");
+        }
+        for refused in [
+            json!(""),
+            json!(" in_stock "),
+            json!("\u{FEFF}in_stock"),
+            json!(["in_stock", ""]),
+            json!([" in_stock"]),
+            json!([1]),
+            json!([]),
+        ] {
+            let e = parse(json!({"query": "x", "filters": {"availability": refused}})).unwrap_err();
+            assert_eq!(
+                e.body()["error"]["field"],
+                "filters.availability",
+                "{refused}"
             );
         }
     }
