@@ -533,7 +533,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 44] = [
+        let checks: [(bool, &str); 47] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -713,6 +713,18 @@ impl RetrievalProfile {
                 "request_deadline_ms must be 100..900000",
             ),
             (
+                (1..=600_000).contains(&self.embed_deadline_ms),
+                "embed_deadline_ms must be 1..600000",
+            ),
+            (
+                (1..=600_000).contains(&self.rerank_deadline_ms),
+                "rerank_deadline_ms must be 1..600000",
+            ),
+            (
+                (1..=crate::http::MAX_BODY).contains(&self.max_query_chars),
+                "max_query_chars must be 1..65536 (a request body's limit)",
+            ),
+            (
                 (1..=3650).contains(&self.receipt_retention_days),
                 "receipt_retention_days must be 1..3650",
             ),
@@ -768,6 +780,15 @@ mod tests {
         let err = RetrievalProfile::from_lookup(|k| (k == "MOSAIC_RRF_K").then(|| "sixty".into()))
             .unwrap_err();
         assert!(err.contains("MOSAIC_RRF_K"));
+        for (key, value, field) in [
+            ("MOSAIC_RERANK_DEADLINE_MS", "0", "rerank_deadline_ms"),
+            ("MOSAIC_EMBED_DEADLINE_MS", "0", "embed_deadline_ms"),
+            ("MOSAIC_MAX_QUERY_CHARS", "100000", "max_query_chars"),
+        ] {
+            let err =
+                RetrievalProfile::from_lookup(|k| (k == key).then(|| value.into())).unwrap_err();
+            assert!(err.contains(field), "{key}={value}: {err}");
+        }
     }
 
     #[test]
