@@ -177,6 +177,7 @@ pub(super) async fn hydrate(
     )?;
     let products: BTreeMap<String, ProductRow> = rows
         .iter()
+        .filter(|r| r.get::<_, bool>("eligible"))
         .map(|r| (r.get(0), ProductRow::from_row(r)))
         .collect();
     members.retain(|m| products.contains_key(&m.product_id));
