@@ -348,7 +348,13 @@ async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
     // are not 1..served_count, or a replay of another principal's event.
     let three = ["P0000001", "P0000002", "P0000003"];
     let valid = record_sql("alice", &three, 2, 3);
-    let granted_beyond = valid.replacen(
+    // Three served, two authorized: the third is served but not granted.
+    let served_three = valid.replacen("10, 2, 2,", "10, 2, 3,", 1).replacen(
+        "ARRAY[1,2,NULL]::int[], ARRAY[true",
+        "ARRAY[1,2,3]::int[], ARRAY[true",
+        1,
+    );
+    let granted_beyond = served_three.replacen(
         "ARRAY[true,true,false]::bool[]",
         "ARRAY[true,true,true]::bool[]",
         1,
@@ -376,6 +382,8 @@ async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
         &format!("'{{}}', '{event}', 'recorded', '{{}}', NULL,"),
         1,
     );
+    assert_ne!(served_three, valid);
+    assert_ne!(granted_beyond, served_three);
     let refused = [
         granted_beyond,
         within_not_granted,
@@ -387,8 +395,9 @@ async fn the_runtime_role_reaches_receipts_only_through_their_functions() {
     for sql in &refused {
         assert_ne!(sql, &valid, "each case changes the valid call");
     }
-    // The valid call and a replay of the principal's own event are taken.
+    // The valid calls and a replay of the principal's own event are taken.
     rt.batch_execute(&valid).await.unwrap();
+    rt.batch_execute(&served_three).await.unwrap();
     rt.batch_execute(&replays_own).await.unwrap();
     let before: i64 = owner
         .query_one("SELECT count(*) FROM receipts.search_events", &[])
