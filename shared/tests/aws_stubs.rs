@@ -339,6 +339,31 @@ async fn titan_v2_embeds_one_text_per_call_in_order_with_bounded_concurrency() {
 }
 
 #[tokio::test]
+async fn titan_v2_is_sent_a_long_text_cut_to_what_it_takes() {
+    let stub = Stub::start(|_, _| Reply::json(json!({ "embedding": one_hot(256, 0) }))).await;
+    let e = embedder(&stub, "bedrock:titan-v2:256", policy(2_000)).await;
+    // Two bytes a character: the cut falls on a character boundary.
+    let long = "é".repeat(mosaic::aws::bedrock::TITAN_V2_MAX_CHARS + 5_000);
+    let short = "a short text".to_string();
+    e.embed(&[long.clone(), short.clone()], EmbedKind::Document)
+        .await
+        .unwrap();
+    let mut sent: Vec<String> = stub
+        .requests()
+        .iter()
+        .map(|r| r.body["inputText"].as_str().unwrap().to_string())
+        .collect();
+    sent.sort();
+    assert_eq!(
+        sent,
+        [
+            short,
+            long[..2 * mosaic::aws::bedrock::TITAN_V2_MAX_CHARS].to_string()
+        ]
+    );
+}
+
+#[tokio::test]
 async fn cohere_v3_encodes_queries_and_documents_differently_and_batches_by_96() {
     let stub = Stub::start(|req, _| {
         let n = req.body["texts"].as_array().map_or(0, Vec::len);

@@ -5,7 +5,8 @@
 //!
 //! * **Titan Text Embeddings V2** (`amazon.titan-embed-text-v2:0`): one text
 //!   per invocation, `{"inputText", "dimensions": 256|512|1024,
-//!   "normalize": true}` → `{"embedding": [...]}`. A batch becomes one
+//!   "normalize": true}` → `{"embedding": [...]}`, the text cut to
+//!   [`TITAN_V2_MAX_CHARS`] characters. A batch becomes one
 //!   invocation per text, at most [`MAX_IN_FLIGHT`] at a time.
 //! * **Cohere Embed v3** (`cohere.embed-english-v3`,
 //!   `cohere.embed-multilingual-v3`, 1024 dimensions): `{"texts": [...],
@@ -44,6 +45,12 @@ pub const MAX_IN_FLIGHT: usize = 4;
 pub const COHERE_MAX_TEXTS: usize = 96;
 /// Characters per text Cohere Embed v3 accepts (the model's limit).
 pub const COHERE_V3_MAX_CHARS: usize = 2_048;
+/// Characters of a text sent to Titan Text Embeddings V2, which refuses a
+/// text of more than 8,192 tokens (or 50,000 characters) rather than
+/// truncating it: at two characters a token, the fewest seen in product
+/// text full of codes, this stays within both, so one long description
+/// cannot stop `mosaic embed` at its batch.
+pub const TITAN_V2_MAX_CHARS: usize = 16_384;
 
 /// A Bedrock Runtime client for this module: the SDK's own retries are off
 /// (the [`CallPolicy`] retries inside its deadline instead).
@@ -347,7 +354,7 @@ impl BedrockEmbedder {
             embedding: Vec<f32>,
         }
         let body = json!({
-            "inputText": text,
+            "inputText": cut_chars(text, TITAN_V2_MAX_CHARS),
             "dimensions": self.model.dimension,
             "normalize": true,
         });
