@@ -750,6 +750,57 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
     );
     assert_eq!(catalog_digest(&c).await, before);
 
+    // Values a filter could never match, or the database cannot hold, name
+    // their line and field; nothing is written.
+    let line = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&product_line("T9", "TB-9", 999.into())).unwrap();
+        f(&mut v);
+        v.to_string()
+    };
+    for (field, bad) in [
+        ("brand", line(&|v| v["brand"] = " Testbrand".into())),
+        (
+            "domain",
+            line(&|v| v["domain"] = "home\u{202E}kitchen".into()),
+        ),
+        (
+            "category_key",
+            line(&|v| v["category_key"] = "kettles\t".into()),
+        ),
+        (
+            "description",
+            line(&|v| v["description"] = "nul \u{0} here".into()),
+        ),
+        (
+            "attributes",
+            line(&|v| v["attributes"]["body"] = "gl\u{0}ass".into()),
+        ),
+        (
+            "price_cents",
+            line(&|v| v["price_cents"] = 2_000_000_000_000i64.into()),
+        ),
+        (
+            "revision",
+            line(&|v| v["revision"] = i64::from(i32::MAX).into()),
+        ),
+    ] {
+        let path = write_file(
+            &dir,
+            "refused.jsonl",
+            &[product_line("T8", "TB-8", 999.into()), bad],
+        );
+        let err = import::import(&mut c, Some(&path), None, &mut |_, _, _| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("refused.jsonl:2") && err.contains(field),
+            "{field}: {err}"
+        );
+        assert_eq!(catalog_digest(&c).await, before, "{field}");
+    }
+
     // A good import loads fully, projection included.
     let evidence = write_file(
         &dir,
@@ -780,6 +831,14 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
     // the counts are those of a full recount.
     assert_eq!(terms_against_a_recount(&c).await, Vec::<String>::new());
 
+    // Both get vectors; a re-import that changes a product's text takes
+    // its vector away until it is embedded again (migration 0028), one that
+    // changes only its price keeps it.
+    let hashing = HashingEmbedder::new(384);
+    mosaic::embed_job::embed_pending(&c, &hashing, 64, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert!(has_vector(&c, "T1").await && has_vector(&c, "T2").await);
     // Re-importing a changed product bumps its revision; its old SKU's
     // terms leave the counts, the new one's enter them.
     let changed = write_file(
@@ -809,7 +868,35 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
         .unwrap()
         .get(0);
     assert_eq!(rev, 2);
+    assert!(!has_vector(&c, "T1").await, "T1's text changed");
+    let repriced = write_file(
+        &dir,
+        "repriced.jsonl",
+        &[product_line("T2", "TB-2", 2599.into())],
+    );
+    import::import(&mut c, Some(&repriced), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert!(has_vector(&c, "T2").await, "T2's text is the same");
+    // `mosaic embed` gives T1 a vector of its new text.
+    let again = mosaic::embed_job::embed_pending(&c, &hashing, 64, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(again.embedded, 1);
+    assert!(has_vector(&c, "T1").await);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Whether `product`'s projection row holds a vector of its current text.
+async fn has_vector(c: &tokio_postgres::Client, product: &str) -> bool {
+    c.query_one(
+        "SELECT embedding IS NOT NULL AND embedded_text_hash = embedding_text_hash
+           FROM search.product_projection WHERE product_id = $1",
+        &[&product],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }
 
 #[tokio::test]

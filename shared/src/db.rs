@@ -73,6 +73,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(25, "0025_term_domains.sql"),
     migration!(26, "0026_receipt_functions.sql"),
     migration!(27, "0027_receipt_grant_checks.sql"),
+    migration!(28, "0028_vectors_follow_their_text.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -61,7 +61,10 @@ pub async fn embed_pending(
             "UPDATE search.product_projection p
              SET embedding = u.embedding, embedding_model = $4, embedded_text_hash = u.text_hash
              FROM unnest($1::text[], $2::vector[], $3::text[]) AS u(product_id, embedding, text_hash)
-             WHERE p.product_id = u.product_id",
+             WHERE p.product_id = u.product_id
+               -- Only a vector of the text the row still holds: an import
+               -- that changed it since the read leaves the row to embed.
+               AND p.embedding_text_hash = u.text_hash",
         )
         .await?;
     let mut last = String::new();

@@ -115,6 +115,7 @@ fn req_str(
     ctx: &RowCtx,
 ) -> Result<String, ImportError> {
     match obj.get(f) {
+        Some(Value::String(s)) if s.contains('\0') => Err(ctx.err(Some(f), NUL)),
         Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= max => Ok(s.clone()),
         Some(Value::String(s)) if s.trim().is_empty() => Err(ctx.err(Some(f), "must not be empty")),
         Some(Value::String(_)) => Err(ctx.err(Some(f), format!("longer than {max} characters"))),
@@ -123,9 +124,50 @@ fn req_str(
     }
 }
 
+/// Whether a JSON value holds a NUL in any string (jsonb cannot).
+fn holds_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(a) => a.iter().any(holds_nul),
+        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
+/// PostgreSQL's text cannot hold NUL.
+const NUL: &str = "contains a NUL character, which the database's text cannot hold";
+
+/// A value a search filter names exactly (domain, category, brand): what the
+/// request validator would refuse or trim in a filter could never be
+/// matched, so it is refused here, with its line and field.
+fn filter_str(
+    obj: &Map<String, Value>,
+    f: &str,
+    max: usize,
+    ctx: &RowCtx,
+) -> Result<String, ImportError> {
+    let s = req_str(obj, f, max, ctx)?;
+    if s.trim() != s {
+        return Err(ctx.err(
+            Some(f),
+            "has leading or trailing whitespace, which a filter can never match",
+        ));
+    }
+    if s.chars()
+        .any(|c| c.is_control() || crate::search::request::is_bidi_control(c))
+    {
+        return Err(ctx.err(
+            Some(f),
+            "contains control or bidirectional formatting characters, which a filter refuses",
+        ));
+    }
+    Ok(s)
+}
+
 fn opt_str(obj: &Map<String, Value>, f: &str, ctx: &RowCtx) -> Result<Option<String>, ImportError> {
     match obj.get(f) {
         None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.contains('\0') => Err(ctx.err(Some(f), NUL)),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(ctx.err(Some(f), "must be a string")),
     }
@@ -227,7 +269,8 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
             format!("must be one of {}", AVAILABILITY.join(", ")),
         ));
     }
-    let price_cents = opt_int(obj, "price_cents", 0, i64::MAX, ctx)?
+    // The price filter's own bound (`max_price_cents`).
+    let price_cents = opt_int(obj, "price_cents", 0, 1_000_000_000_000, ctx)?
         .ok_or_else(|| ctx.err(Some("price_cents"), "is required"))?;
     let currency = opt_str(obj, "currency", ctx)?.unwrap_or_else(|| "USD".into());
     if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
@@ -239,6 +282,9 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
     let attributes = match obj.get("attributes") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => {
+            if m.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)) {
+                return Err(ctx.err(Some("attributes"), NUL));
+            }
             if let Some(k) = m
                 .iter()
                 .find_map(|(k, v)| (!super::attribute::is_valid(v)).then_some(k))
@@ -260,16 +306,20 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
             .iter()
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))?,
+            .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))
+            .and_then(|a| match a.iter().any(|s| s.contains('\0')) {
+                true => Err(ctx.err(Some("aliases"), NUL)),
+                false => Ok(a),
+            })?,
         Some(_) => return Err(ctx.err(Some("aliases"), "must be an array of strings")),
     };
     Ok(Product {
         sku: req_str(obj, "sku", 64, ctx)?,
         model: req_str(obj, "model", 128, ctx)?,
-        brand: req_str(obj, "brand", 128, ctx)?,
+        brand: filter_str(obj, "brand", 128, ctx)?,
         title: req_str(obj, "title", 512, ctx)?,
-        domain: req_str(obj, "domain", 64, ctx)?,
-        category_key: req_str(obj, "category_key", 64, ctx)?,
+        domain: filter_str(obj, "domain", 64, ctx)?,
+        category_key: filter_str(obj, "category_key", 64, ctx)?,
         description: opt_str(obj, "description", ctx)?.unwrap_or_default(),
         price_cents,
         currency,
@@ -282,7 +332,8 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
         source_uri: opt_str(obj, "source_uri", ctx)?
             .unwrap_or_else(|| format!("import://products/{product_id}")),
         updated_at: opt_time(obj, ctx)?,
-        revision: opt_int(obj, "revision", 1, i64::from(i32::MAX), ctx)?.unwrap_or(1) as i32,
+        // Room for a billion changes after it (each import's change adds one).
+        revision: opt_int(obj, "revision", 1, i64::from(i32::MAX / 2), ctx)?.unwrap_or(1) as i32,
         product_id,
     })
 }
@@ -476,6 +527,12 @@ pub async fn import(
     }
 
     let tx = client.transaction().await?;
+    // The projection's writers take turns: an embed run's updates wait for
+    // the import (searches, which only read, do not), so the import's row
+    // locks and the index its new domains may need are never taken in the
+    // opposite order to theirs (a deadlock that would abort one of them).
+    tx.batch_execute("LOCK TABLE search.product_projection IN SHARE ROW EXCLUSIVE MODE")
+        .await?;
     tx.batch_execute(&format!(
         "CREATE TEMP TABLE stage_products ON COMMIT DROP AS SELECT {} FROM catalog.products WITH NO DATA;
          CREATE TEMP TABLE stage_evidence ON COMMIT DROP AS SELECT {} FROM catalog.evidence WITH NO DATA;",
