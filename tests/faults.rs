@@ -241,7 +241,11 @@ async fn relay(client: TcpStream, server: TcpStream, fault: Arc<AtomicU8>, hold:
 }
 
 async fn search(ctx: &Ctx, query: &str) -> (u16, Value) {
-    let body = json!({"query": query, "rerank": false}).to_string();
+    search_with(ctx, &json!({"query": query, "rerank": false})).await
+}
+
+async fn search_with(ctx: &Ctx, body: &Value) -> (u16, Value) {
+    let body = body.to_string();
     let resp = http::handle(
         ctx,
         &Principal("local:faults".into()),
@@ -350,27 +354,12 @@ async fn a_product_that_leaves_the_filters_while_a_search_runs_is_not_served() {
     let mut owner = db.owner().await;
     // Everything under 1,000.00 qualifies at first.
     const MAX: i64 = 100_000;
-    let searched = |ctx: &Ctx| {
-        let body = json!({"query": "espresso machine", "rerank": false,
-                          "filters": {"max_price_cents": MAX}})
-        .to_string();
-        let ctx = ctx.clone();
-        async move {
-            let resp = http::handle(
-                &ctx,
-                &Principal("local:faults".into()),
-                HttpRequest {
-                    method: "POST",
-                    path: "/api/search",
-                    query: "",
-                    body: body.as_bytes(),
-                    request_id: "faults",
-                },
-            )
-            .await;
-            assert_eq!(resp.status, 200);
-            serde_json::from_slice::<Value>(&resp.body).unwrap()
-        }
+    let body = json!({"query": "espresso machine", "rerank": false,
+                      "filters": {"max_price_cents": MAX}});
+    let searched = || async {
+        let (status, v) = search_with(&ctx, &body).await;
+        assert_eq!(status, 200, "{v}");
+        v
     };
     let ids = |v: &Value| -> Vec<String> {
         v["results"]
@@ -380,7 +369,7 @@ async fn a_product_that_leaves_the_filters_while_a_search_runs_is_not_served() {
             .map(|r| r["product_id"].as_str().unwrap().to_string())
             .collect()
     };
-    let first = searched(&ctx).await;
+    let first = searched().await;
     let top = ids(&first)[0].clone();
     // The same search again, its hydration held while an import raises the
     // first result's price past the filter (the catalog and the projection
@@ -401,7 +390,7 @@ async fn a_product_that_leaves_the_filters_while_a_search_runs_is_not_served() {
         tx.commit().await.unwrap();
         proxy.hold.release.notify_one();
     };
-    let (second, ()) = tokio::join!(searched(&ctx), raise);
+    let (second, ()) = tokio::join!(searched(), raise);
     let served = ids(&second);
     assert!(
         !served.contains(&top),
