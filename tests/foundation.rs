@@ -165,6 +165,32 @@ async fn a_local_embedder_of_another_dimension_fails_the_start_up() {
     assert!(mosaic::config::build_context(&settings("none"), 1)
         .await
         .is_ok());
+    // Vectors of another model of the same dimension cannot be compared
+    // with the queries': the start-up fails, naming both models.
+    let owner = db.owner().await;
+    owner
+        .batch_execute("UPDATE search.product_projection SET embedding_model = 'other-model/384'")
+        .await
+        .unwrap();
+    let err = mosaic::config::build_context(&settings("hashing:384"), 1)
+        .await
+        .err()
+        .expect("vectors of another model");
+    assert!(
+        err.contains("other-model/384") && err.contains("hashing-v1/384"),
+        "{err}"
+    );
+    // A catalog part way through a re-embedding starts, with a warning.
+    owner
+        .batch_execute(
+            "UPDATE search.product_projection SET embedding_model = 'hashing-v1/384'
+              WHERE hashtext(product_id) & 1 = 0",
+        )
+        .await
+        .unwrap();
+    assert!(mosaic::config::build_context(&settings("hashing:384"), 1)
+        .await
+        .is_ok());
 }
 
 async fn denied(c: &Client, sql: &str) {

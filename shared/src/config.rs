@@ -330,6 +330,9 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
     ) {
         check_model_dimension(&ctx, &settings.embedder, e.dimension()).await?;
     }
+    if let Some(e) = &embedder {
+        check_vectors_model(&ctx, e.model_id()).await?;
+    }
     let ctx = match &settings.reranker {
         RerankerSetting::None => ctx,
         RerankerSetting::Local => {
@@ -452,6 +455,62 @@ async fn check_model_dimension(
              dimensions, or migrate and embed a new database with --embedding-dim {dimension}"
         )),
         _ => Ok(()),
+    }
+}
+
+/// Rows the start-up check of the catalog's vectors samples.
+const VECTOR_SAMPLE: i64 = 256;
+
+/// Start-up check of the catalog's vectors against the embedder that will
+/// embed the queries: vectors of two models of one dimension compare
+/// without an error and mean nothing, so a catalog whose sampled vectors
+/// all come from another model fails the start-up, and one that holds
+/// both (a re-embedding under way) is a warning. A catalog without
+/// vectors, or a database that cannot say now, is not checked.
+async fn check_vectors_model(ctx: &Ctx, model: &str) -> Result<(), String> {
+    let Ok(conn) = ctx.pool.get().await else {
+        return Ok(());
+    };
+    let rows = match conn
+        .query(
+            "SELECT embedding_model FROM search.product_projection
+              WHERE embedding IS NOT NULL LIMIT $1",
+            &[&VECTOR_SAMPLE],
+        )
+        .await
+    {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the catalog's embedding models; not checked");
+            return Ok(());
+        }
+    };
+    let models: Vec<Option<String>> = rows.iter().map(|r| r.get(0)).collect();
+    let others: std::collections::BTreeSet<&str> = models
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .filter(|m| *m != model)
+        .collect();
+    let mine = models.iter().flatten().filter(|m| *m == model).count();
+    match (mine, others.is_empty()) {
+        (_, true) => Ok(()),
+        (0, false) => Err(format!(
+            "MOSAIC_EMBEDDER: the catalog's vectors were computed by {} and this service would \
+             embed queries with {model}; the two cannot be compared: run `mosaic embed` with \
+             this embedder, or choose the catalog's",
+            others.into_iter().collect::<Vec<_>>().join(", ")
+        )),
+        (n, false) => {
+            tracing::warn!(
+                model,
+                others = ?others,
+                "{n} of {} sampled catalog vectors are this embedder's, the rest another \
+                 model's: finish `mosaic embed` before relying on the semantic arm",
+                models.len()
+            );
+            Ok(())
+        }
     }
 }
 
