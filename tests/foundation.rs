@@ -835,9 +835,20 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
             "source_uri": "https://example.test/T1", "title": "T1 spec", "body": "Capacity 1.7 l."})
         .to_string()],
     );
-    let report = import::import(&mut c, Some(&good), Some(&evidence), &mut |_, _, _| {})
-        .await
-        .unwrap();
+    let mut stages: Vec<String> = Vec::new();
+    let report = import::import(&mut c, Some(&good), Some(&evidence), &mut |stage, _, _| {
+        if stages.last().map(String::as_str) != Some(stage) {
+            stages.push(stage.to_string());
+        }
+    })
+    .await
+    .unwrap();
+    // Every step of a long import says where it is.
+    assert_eq!(
+        stages,
+        ["checked", "products", "evidence", "upsert", "projection"],
+        "{stages:?}"
+    );
     assert_eq!(
         (report.products, report.evidence, report.projection_rows),
         (2, 1, 2)

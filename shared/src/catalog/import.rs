@@ -525,6 +525,8 @@ pub async fn import(
     if let Some(p) = evidence_path {
         duplicates(&evidence, p, "evidence_id", |r| &r.evidence_id)?;
     }
+    let rows = (products.len() + evidence.len()) as u64;
+    progress("checked", rows, rows);
 
     let tx = client.transaction().await?;
     // The projection's writers take turns: an embed run's updates wait for
@@ -565,6 +567,7 @@ pub async fn import(
     )
     .await?;
 
+    progress("upsert", 0, n_products);
     tx.batch_execute(
         "INSERT INTO catalog.products AS p SELECT * FROM stage_products
          ON CONFLICT (product_id) DO UPDATE SET
@@ -587,6 +590,8 @@ pub async fn import(
                 EXCLUDED.attributes, EXCLUDED.aliases, EXCLUDED.source_uri)",
     )
     .await?;
+
+    progress("upsert", n_products, n_products);
 
     let orphan = tx
         .query_opt(
@@ -619,7 +624,11 @@ pub async fn import(
              updated_at = EXCLUDED.updated_at",
     )
     .await?;
+    // The projection rows, the graphs and the statistics they feed: minutes
+    // at a million products.
+    progress("projection", 0, n_products);
     let projection_rows = refresh_projection(&tx, Some(&product_ids)).await?;
+    progress("projection", projection_rows, n_products);
     tx.commit().await?;
     Ok(ImportReport {
         products: n_products,
