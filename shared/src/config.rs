@@ -319,19 +319,19 @@ pub async fn build_context(settings: &Settings, connections: usize) -> Result<Ct
     #[cfg(not(feature = "aws"))]
     let aws: Option<Aws> = None;
     let embedder = embedder(settings, aws.as_ref())?;
-    #[cfg(feature = "aws")]
-    if let (EmbedderSetting::Bedrock(_), Some(model)) = (&settings.embedder, &settings.aws.embedder)
-    {
-        check_embedding_dimension(&ctx, model).await?;
-    }
-    if let (false, Some(e)) = (
-        matches!(settings.embedder, EmbedderSetting::Bedrock(_)),
-        &embedder,
-    ) {
-        check_model_dimension(&ctx, &settings.embedder, e.dimension()).await?;
-    }
-    if let Some(e) = &embedder {
-        check_vectors_model(&ctx, e.model_id()).await?;
+    // The embedder against the catalog's vectors, in one read; a database
+    // that cannot say now leaves the checks to each request.
+    if let (Some(e), Some(found)) = (&embedder, vectors_at_start(&ctx).await) {
+        match &settings.embedder {
+            #[cfg(feature = "aws")]
+            EmbedderSetting::Bedrock(_) => {
+                if let Some(model) = &settings.aws.embedder {
+                    check_embedding_dimension(model, found.column)?;
+                }
+            }
+            setting => check_model_dimension(setting, e.dimension(), found.column)?,
+        }
+        check_vectors_model(&found.models, e.model_id())?;
     }
     let ctx = match &settings.reranker {
         RerankerSetting::None => ctx,
@@ -413,43 +413,71 @@ fn embedder(settings: &Settings, aws: Option<&Aws>) -> Result<Option<Arc<dyn Emb
 const NO_DATABASE: &str = "no database configured: set MOSAIC_DATABASE_URL, or MOSAIC_DB_HOST \
      with MOSAIC_DB_SECRET_ARN or MOSAIC_DB_IAM_AUTH=true (binaries built with the `aws` feature)";
 
-/// The database column's dimension at start-up: `Some(None)` when there is
-/// no embedding column, `None` when the database cannot say now (a
-/// warning): an unreachable database postpones the check to each request,
-/// because outages must degrade per request, not per container.
-async fn column_at_start(ctx: &Ctx) -> Option<Option<usize>> {
+/// What the start-up reads of the catalog's vectors: the embedding
+/// column's dimension (`None` without the column) and the models of up to
+/// [`VECTOR_SAMPLE`] of its vectors.
+struct VectorsAtStart {
+    column: Option<usize>,
+    models: Vec<Option<String>>,
+}
+
+/// Rows the start-up check of the catalog's vectors samples.
+const VECTOR_SAMPLE: i64 = 256;
+
+/// The catalog's vectors at start-up, on one connection; `None` when the
+/// database cannot say now (a warning): an unreachable database postpones
+/// the checks to each request, because outages must degrade per request,
+/// not per container.
+async fn vectors_at_start(ctx: &Ctx) -> Option<VectorsAtStart> {
     let conn = match ctx.pool.get().await {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!(error = %e, "database unreachable at start-up; the embedding dimension was not checked");
+            tracing::warn!(error = %e, "database unreachable at start-up; the embedder was not checked against the catalog");
             return None;
         }
     };
-    match crate::db::embedding_dimension(&conn).await {
-        Ok(dim) => {
-            // The searches' check of a query vector needs it too.
-            if let Some(d) = dim {
-                ctx.embedding_column.get_or_init(|| d);
-            }
-            Some(dim)
-        }
+    let column = match crate::db::embedding_dimension(&conn).await {
+        Ok(dim) => dim,
         Err(e) => {
             tracing::warn!(error = %e, "could not read the embedding dimension; not checked");
-            None
+            return None;
         }
-    }
+    };
+    let Some(d) = column else {
+        return Some(VectorsAtStart {
+            column,
+            models: Vec::new(),
+        });
+    };
+    // The searches' check of a query vector needs it too.
+    ctx.embedding_column.get_or_init(|| d);
+    let models = match conn
+        .query(
+            "SELECT embedding_model FROM search.product_projection
+              WHERE embedding IS NOT NULL LIMIT $1",
+            &[&VECTOR_SAMPLE],
+        )
+        .await
+    {
+        Ok(rows) => rows.iter().map(|r| r.get(0)).collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the catalog's embedding models; not checked");
+            Vec::new()
+        }
+    };
+    Some(VectorsAtStart { column, models })
 }
 
 /// Start-up check of a local embedder (the model, the hashing embedder)
 /// against the database column: a mismatch fails the start-up, as it does
 /// for a Bedrock model; an unmigrated database is left to each request.
-async fn check_model_dimension(
-    ctx: &Ctx,
+fn check_model_dimension(
     setting: &EmbedderSetting,
     dimension: usize,
+    column: Option<usize>,
 ) -> Result<(), String> {
-    match column_at_start(ctx).await {
-        Some(Some(column)) if column != dimension => Err(format!(
+    match column {
+        Some(column) if column != dimension => Err(format!(
             "MOSAIC_EMBEDDER: the embedder ({setting:?}) gives vectors of {dimension} dimensions, \
              but the database's embedding column holds {column}: choose an embedder of {column} \
              dimensions, or migrate and embed a new database with --embedding-dim {dimension}"
@@ -458,34 +486,13 @@ async fn check_model_dimension(
     }
 }
 
-/// Rows the start-up check of the catalog's vectors samples.
-const VECTOR_SAMPLE: i64 = 256;
-
-/// Start-up check of the catalog's vectors against the embedder that will
-/// embed the queries: vectors of two models of one dimension compare
-/// without an error and mean nothing, so a catalog whose sampled vectors
-/// all come from another model fails the start-up, and one that holds
-/// both (a re-embedding under way) is a warning. A catalog without
-/// vectors, or a database that cannot say now, is not checked.
-async fn check_vectors_model(ctx: &Ctx, model: &str) -> Result<(), String> {
-    let Ok(conn) = ctx.pool.get().await else {
-        return Ok(());
-    };
-    let rows = match conn
-        .query(
-            "SELECT embedding_model FROM search.product_projection
-              WHERE embedding IS NOT NULL LIMIT $1",
-            &[&VECTOR_SAMPLE],
-        )
-        .await
-    {
-        Ok(rows) => rows,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not read the catalog's embedding models; not checked");
-            return Ok(());
-        }
-    };
-    let models: Vec<Option<String>> = rows.iter().map(|r| r.get(0)).collect();
+/// Start-up check of the catalog's vectors (`models`, a sample) against the
+/// embedder that will embed the queries: vectors of two models of one
+/// dimension compare without an error and mean nothing, so a catalog whose
+/// sampled vectors all come from another model fails the start-up, and one
+/// that holds both (a re-embedding under way) is a warning. A catalog
+/// without vectors is not checked.
+fn check_vectors_model(models: &[Option<String>], model: &str) -> Result<(), String> {
     let others: std::collections::BTreeSet<&str> = models
         .iter()
         .flatten()
@@ -516,18 +523,17 @@ async fn check_vectors_model(ctx: &Ctx, model: &str) -> Result<(), String> {
 
 /// Start-up check of a Bedrock embedder against the database column.
 #[cfg(feature = "aws")]
-async fn check_embedding_dimension(
-    ctx: &Ctx,
+fn check_embedding_dimension(
     model: &crate::aws::EmbeddingModel,
+    column: Option<usize>,
 ) -> Result<(), String> {
-    match column_at_start(ctx).await {
-        Some(Some(dim)) => crate::aws::bedrock::check_dimension(model, dim),
-        Some(None) => Err(
+    match column {
+        Some(dim) => crate::aws::bedrock::check_dimension(model, dim),
+        None => Err(
             "the database has no search.product_projection.embedding column; \
                            run `mosaic migrate` first"
                 .into(),
         ),
-        None => Ok(()),
     }
 }
 
