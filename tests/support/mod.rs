@@ -346,7 +346,6 @@ pub fn served(r: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-/// Reranker test doubles.
 /// Embedders that answer with what no column takes.
 pub mod embedders {
     use async_trait::async_trait;
@@ -375,6 +374,7 @@ pub mod embedders {
     }
 }
 
+/// Reranker test doubles.
 pub mod rerankers {
     use async_trait::async_trait;
     use mosaic::rerank::{Pool, RerankError, Reranker};

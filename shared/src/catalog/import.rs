@@ -115,7 +115,6 @@ fn req_str(
     ctx: &RowCtx,
 ) -> Result<String, ImportError> {
     match obj.get(f) {
-        Some(Value::String(s)) if s.contains('\0') => Err(ctx.err(Some(f), NUL)),
         Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= max => Ok(s.clone()),
         Some(Value::String(s)) if s.trim().is_empty() => Err(ctx.err(Some(f), "must not be empty")),
         Some(Value::String(_)) => Err(ctx.err(Some(f), format!("longer than {max} characters"))),
@@ -134,8 +133,18 @@ fn holds_nul(v: &Value) -> bool {
     }
 }
 
-/// PostgreSQL's text cannot hold NUL.
-const NUL: &str = "contains a NUL character, which the database's text cannot hold";
+/// Refuses a row with a NUL in any string, naming its field: PostgreSQL's
+/// text and jsonb cannot hold one.
+fn check_nul(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<(), ImportError> {
+    // The row's own keys are the known field names (`check_fields`).
+    match obj.iter().find(|(_, v)| holds_nul(v)) {
+        Some((k, _)) => Err(ctx.err(
+            Some(k),
+            "contains a NUL character, which the database's text cannot hold",
+        )),
+        None => Ok(()),
+    }
+}
 
 /// A value a search filter names exactly (domain, category, brand): what the
 /// request validator would refuse or trim in a filter could never be
@@ -153,9 +162,7 @@ fn filter_str(
             "has leading or trailing whitespace, which a filter can never match",
         ));
     }
-    if s.chars()
-        .any(|c| c.is_control() || crate::search::request::is_bidi_control(c))
-    {
+    if crate::search::request::holds_refused(&s, crate::search::request::TextKind::Token) {
         return Err(ctx.err(
             Some(f),
             "contains control or bidirectional formatting characters, which a filter refuses",
@@ -167,7 +174,6 @@ fn filter_str(
 fn opt_str(obj: &Map<String, Value>, f: &str, ctx: &RowCtx) -> Result<Option<String>, ImportError> {
     match obj.get(f) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.contains('\0') => Err(ctx.err(Some(f), NUL)),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(ctx.err(Some(f), "must be a string")),
     }
@@ -260,6 +266,7 @@ fn check_id(value: &str, field: &str, max: usize, ctx: &RowCtx) -> Result<(), Im
 
 fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, ImportError> {
     check_fields(obj, PRODUCT_FIELDS, ctx)?;
+    check_nul(obj, ctx)?;
     let product_id = req_str(obj, "product_id", 64, ctx)?;
     check_id(&product_id, "product_id", 64, ctx)?;
     let availability = req_str(obj, "availability", 32, ctx)?;
@@ -282,9 +289,6 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
     let attributes = match obj.get("attributes") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => {
-            if m.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)) {
-                return Err(ctx.err(Some("attributes"), NUL));
-            }
             if let Some(k) = m
                 .iter()
                 .find_map(|(k, v)| (!super::attribute::is_valid(v)).then_some(k))
@@ -306,11 +310,7 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
             .iter()
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))
-            .and_then(|a| match a.iter().any(|s| s.contains('\0')) {
-                true => Err(ctx.err(Some("aliases"), NUL)),
-                false => Ok(a),
-            })?,
+            .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))?,
         Some(_) => return Err(ctx.err(Some("aliases"), "must be an array of strings")),
     };
     Ok(Product {
@@ -340,6 +340,7 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
 
 fn evidence_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Evidence, ImportError> {
     check_fields(obj, EVIDENCE_FIELDS, ctx)?;
+    check_nul(obj, ctx)?;
     let evidence_id = req_str(obj, "evidence_id", 96, ctx)?;
     check_id(&evidence_id, "evidence_id", 96, ctx)?;
     let kind = req_str(obj, "kind", 32, ctx)?;

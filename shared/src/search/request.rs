@@ -108,19 +108,23 @@ pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Whether `s` holds characters its kind does not allow ([`check_text`]).
+pub fn holds_refused(s: &str, kind: TextKind) -> bool {
+    match kind {
+        TextKind::Prose => s
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')),
+        TextKind::Token => s.chars().any(|c| c.is_control() || is_bidi_control(c)),
+    }
+}
+
 /// Refuses a string that holds characters its kind does not allow, with a
 /// 400 `invalid_argument` naming `field`. Every string argument of every
 /// operation passes through here before anything runs, so no value can
 /// reach the database that it would reject (PostgreSQL refuses NUL in
 /// text).
 pub fn check_text(field: &str, s: &str, kind: TextKind) -> Result<(), Error> {
-    let bad = match kind {
-        TextKind::Prose => s
-            .chars()
-            .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r')),
-        TextKind::Token => s.chars().any(|c| c.is_control() || is_bidi_control(c)),
-    };
-    match bad {
+    match holds_refused(s, kind) {
         true => Err(Error::invalid(
             field,
             format!("`{field}` contains control characters"),
