@@ -32,7 +32,7 @@ pub struct LoadArgs {
 }
 
 /// Prints load progress: one updating line on a terminal, plain lines in logs.
-fn progress_line(stage: &str, done: u64, total: u64) {
+pub(crate) fn progress_line(stage: &str, done: u64, total: u64) {
     let mut err = std::io::stderr();
     if err.is_terminal() {
         let _ = write!(err, "\r  {stage:<11} {done:>9} / ~{total:<9}");

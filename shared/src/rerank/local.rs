@@ -54,6 +54,9 @@ use super::{Candidate, Pool, Reads, RerankError, Reranker, DESCRIPTION, FIELDS};
 use async_trait::async_trait;
 use std::collections::HashSet;
 
+/// The local reranker's identifier in receipts.
+pub const MODEL_ID: &str = "local/bm25f+fused+identity";
+
 /// Weight of the identity match for identifier-like queries.
 const IDENTITY_WEIGHT_IDENTIFIER: f64 = 0.7;
 /// Weight of the identity match for all other queries.
@@ -324,7 +327,7 @@ fn scaled(values: &[f64]) -> Vec<f64> {
 #[async_trait]
 impl Reranker for LocalReranker {
     fn model_id(&self) -> &str {
-        "local/bm25f+fused+identity"
+        MODEL_ID
     }
 
     fn reads(&self) -> Reads {
