@@ -105,6 +105,29 @@ pub async fn run(args: EvalArgs) -> Result<()> {
         bail!("{} holds no queries", path.display());
     }
     let ctx = args.runtime.ctx(&args.embedder, 2)?;
+    let catalog = eval::load_catalog(&ctx).await.map_err(|e| {
+        anyhow::anyhow!(
+            "reading the catalog: {e} (is the database running? `make db` starts the local one)"
+        )
+    })?;
+    let (judged, missing) = eval::judged_missing(&queries, &catalog);
+    if judged > 0 && missing.len() == judged {
+        bail!(
+            "none of the {judged} products {} judges relevant is in the catalog ({} products): \
+             load the catalog its queries were judged on",
+            path.display(),
+            catalog.len()
+        );
+    }
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: {} of the {judged} products judged relevant are not in the catalog \
+             (first: {}); their queries score as if they had not been found",
+            missing.len(),
+            missing[0]
+        );
+    }
+    drop(catalog);
     let mut variants = eval::standard_variants();
     if !args.variants.is_empty() {
         if let Some(unknown) = args
@@ -179,6 +202,7 @@ fn rows(intent: Option<Intent>) -> Vec<Row> {
         r.push(("typo recovery@10", |s| pct(s.typo_recovery10)));
     }
     r.push(("zero-result rate", |s| pct(Some(s.zero_result_rate))));
+    r.push(("searches warned", |s| s.with_warnings.to_string()));
     if intent.is_none_or(|i| i == Intent::Filtered) {
         r.push(("filter violations", |s| {
             format!("{} / {}", s.filter_violations, s.filter_checked)
@@ -270,6 +294,17 @@ fn print_report(report: &EvalReport) {
                 .map(|(s, n)| format!("{s} {n}"))
                 .collect();
             println!("{} rerank status: {}", v.variant.key, statuses.join(", "));
+        }
+    }
+    for v in report.variants.iter().filter(|v| !v.warnings.is_empty()) {
+        let mut common: Vec<(&String, &usize)> = v.warnings.iter().collect();
+        common.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        println!("{} warnings:", v.variant.key);
+        for (w, n) in common.iter().take(5) {
+            println!("  {n:>5} × {w}");
+        }
+        if common.len() > 5 {
+            println!("  … and {} more kinds (see --json)", common.len() - 5);
         }
     }
     let errors: usize = report.variants.iter().map(|v| v.overall.errors).sum();

@@ -47,11 +47,19 @@ pub fn ndcg_at(ranked: &[String], grades: &Grades, k: usize) -> Option<f64> {
     }
     ideal.sort_unstable_by(|a, b| b.cmp(a));
     let idcg = dcg(ideal.into_iter().take(k));
-    let got = dcg(ranked
+    let got =
+        dcg(once(ranked, k).map(|id| id.map_or(0, |id| grades.get(id).copied().unwrap_or(0))));
+    Some(got / idcg)
+}
+
+/// The first `k` of `ranked`, a product listed again as `None`: a repeat
+/// earns nothing, so a list cannot score above 1 by naming one product twice.
+fn once(ranked: &[String], k: usize) -> impl Iterator<Item = Option<&String>> {
+    let mut seen = std::collections::HashSet::new();
+    ranked
         .iter()
         .take(k)
-        .map(|id| grades.get(id).copied().unwrap_or(0)));
-    Some(got / idcg)
+        .map(move |id| seen.insert(id.as_str()).then_some(id))
 }
 
 /// Number of relevant products in the judgments.
@@ -66,9 +74,8 @@ pub fn recall_at(ranked: &[String], grades: &Grades, k: usize) -> Option<f64> {
     if relevant == 0 || k == 0 {
         return None;
     }
-    let hits = ranked
-        .iter()
-        .take(k)
+    let hits = once(ranked, k)
+        .flatten()
         .filter(|id| grades.get(*id).is_some_and(|g| *g >= RELEVANT_GRADE))
         .count();
     Some(hits as f64 / relevant.min(k) as f64)
@@ -121,6 +128,16 @@ mod tests {
 
     fn ids(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_product_listed_twice_counts_once() {
+        let grades = g(&[("a", 3), ("b", 2)]);
+        let twice = ids(&["a", "a", "b"]);
+        let once = ids(&["a", "x", "b"]);
+        assert_eq!(ndcg_at(&twice, &grades, 10), ndcg_at(&once, &grades, 10));
+        assert!(ndcg_at(&ids(&["a", "a"]), &g(&[("a", 3)]), 10).unwrap() <= 1.0);
+        assert_eq!(recall_at(&ids(&["a", "a"]), &grades, 10), Some(0.5));
     }
 
     #[test]

@@ -133,6 +133,27 @@ pub fn satisfies(row: &CatalogRow, filters: &Map<String, Value>) -> Result<bool,
 }
 
 /// Every catalog row, keyed by product id, for the filter check.
+/// How many products the queries judge relevant (grade above 0), and which
+/// of them `catalog` lacks: an evaluation against a catalog without them
+/// measures nothing.
+pub fn judged_missing(
+    queries: &[EvalQuery],
+    catalog: &HashMap<String, CatalogRow>,
+) -> (usize, Vec<String>) {
+    let judged: std::collections::BTreeSet<&str> = queries
+        .iter()
+        .flat_map(|q| q.judgments.iter())
+        .filter(|j| j.grade > 0)
+        .map(|j| j.product_id.as_str())
+        .collect();
+    let missing = judged
+        .iter()
+        .filter(|id| !catalog.contains_key(**id))
+        .map(|id| id.to_string())
+        .collect();
+    (judged.len(), missing)
+}
+
 pub async fn load_catalog(ctx: &Ctx) -> Result<HashMap<String, CatalogRow>, Error> {
     let conn = ctx.pool.get().await?;
     let rows = conn
@@ -261,6 +282,10 @@ pub struct QueryOutcome {
     pub latency_ms: f64,
     pub strategy: String,
     pub rerank_status: String,
+    /// What the response warned of (a stage skipped or degraded: a missed
+    /// embedding deadline, a rerank fallback), as served.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub error: Option<String>,
 }
 
@@ -284,6 +309,8 @@ pub struct Summary {
     pub filter_violations: usize,
     pub filter_checked: usize,
     pub errors: usize,
+    /// Searches whose response carried a warning.
+    pub with_warnings: usize,
     pub p50_ms: f64,
     pub p95_ms: f64,
 }
@@ -317,6 +344,7 @@ impl Summary {
             filter_violations: o.iter().map(|x| x.filter_violations).sum(),
             filter_checked: o.iter().map(|x| x.filter_checked).sum(),
             errors: o.iter().filter(|x| x.error.is_some()).count(),
+            with_warnings: o.iter().filter(|x| !x.warnings.is_empty()).count(),
             p50_ms: percentile(&latencies, 50.0),
             p95_ms: percentile(&latencies, 95.0),
         }
@@ -334,6 +362,8 @@ pub struct VariantReport {
     pub per_intent: BTreeMap<Intent, Summary>,
     /// How often the rerank stage ended in each status.
     pub rerank_status: BTreeMap<String, usize>,
+    /// How many searches carried each warning.
+    pub warnings: BTreeMap<String, usize>,
     pub outcomes: Vec<QueryOutcome>,
 }
 
@@ -397,6 +427,7 @@ pub fn score(
         latency_ms: 0.0,
         strategy: String::new(),
         rerank_status: String::new(),
+        warnings: Vec::new(),
         error: None,
         ranked,
     }
@@ -457,6 +488,7 @@ pub async fn run(
                         .as_ref()
                         .map(|d| d.rerank_status.to_string())
                         .unwrap_or_default();
+                    o.warnings = resp.diagnostics.map(|d| d.warnings).unwrap_or_default();
                     o
                 }
                 Err(e) => {
@@ -488,8 +520,12 @@ pub async fn run(
                 }
             }
             let mut rerank_status = BTreeMap::new();
+            let mut warnings = BTreeMap::new();
             for o in &outcomes {
                 *rerank_status.entry(o.rerank_status.clone()).or_insert(0) += 1;
+                for w in &o.warnings {
+                    *warnings.entry(w.clone()).or_insert(0) += 1;
+                }
             }
             VariantReport {
                 variant: v.clone(),
@@ -497,6 +533,7 @@ pub async fn run(
                 overall: Summary::of(&outcomes),
                 per_intent,
                 rerank_status,
+                warnings,
                 outcomes,
             }
         })
@@ -537,6 +574,28 @@ mod tests {
 
     fn f(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn judged_products_missing_from_the_catalog_are_named() {
+        let judged = |id: &str, grade: u8| queryset::Judgment {
+            product_id: id.into(),
+            grade,
+        };
+        let queries = vec![EvalQuery {
+            id: "q1".into(),
+            query: "wired headphones".into(),
+            filters: None,
+            intent: Intent::Descriptive,
+            judgments: vec![judged("p1", 3), judged("p2", 2), judged("p3", 0)],
+        }];
+        let catalog: HashMap<String, CatalogRow> = [("p1".to_string(), row())].into();
+        // p3 is judged irrelevant: its absence costs nothing.
+        assert_eq!(
+            judged_missing(&queries, &catalog),
+            (2, vec!["p2".to_string()])
+        );
+        assert_eq!(judged_missing(&queries, &HashMap::new()).1.len(), 2);
     }
 
     #[test]
