@@ -421,8 +421,11 @@ struct VectorsAtStart {
     models: Vec<Option<String>>,
 }
 
-/// Rows the start-up check of the catalog's vectors samples.
+/// Vectors the start-up check of the catalog's vectors judges at most.
 const VECTOR_SAMPLE: i64 = 256;
+/// Rows whose pages the start-up check reads, about (in a catalog of
+/// 1,024-dimension vectors stored inline, some 4 MB).
+const VECTOR_SAMPLE_ROWS: i64 = 1_024;
 
 /// The catalog's vectors at start-up, on one connection; `None` when the
 /// database cannot say now (a warning): an unreachable database postpones
@@ -451,11 +454,20 @@ async fn vectors_at_start(ctx: &Ctx) -> Option<VectorsAtStart> {
     };
     // The searches' check of a query vector needs it too.
     ctx.embedding_column.get_or_init(|| d);
+    // Pages drawn at random across the table (`TABLESAMPLE SYSTEM`), about
+    // VECTOR_SAMPLE_ROWS rows whatever the catalog's size: a bounded read
+    // at every start, and a re-embedding part way through is seen as
+    // mixed wherever its rewritten rows were stored. A table the statistics
+    // have not counted yet (`reltuples` below 1) is read whole.
     let models = match conn
         .query(
             "SELECT embedding_model FROM search.product_projection
-              WHERE embedding IS NOT NULL LIMIT $1",
-            &[&VECTOR_SAMPLE],
+               TABLESAMPLE SYSTEM ((SELECT least(100, 100 * $1::float8
+                                                 / greatest(c.reltuples, 1))
+                                      FROM pg_class c
+                                     WHERE c.oid = 'search.product_projection'::regclass))
+              WHERE embedding IS NOT NULL LIMIT $2",
+            &[&(VECTOR_SAMPLE_ROWS as f64), &VECTOR_SAMPLE],
         )
         .await
     {
