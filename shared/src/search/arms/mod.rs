@@ -671,16 +671,40 @@ mod tests {
                 true => on_rows.as_str(),
                 false => block,
             };
+            // Comments may name a LIMIT; only the statement's own count.
+            let (sql, block) = (without_comments(sql), without_comments(block));
             let at = sql
-                .find(block)
+                .find(&block)
                 .unwrap_or_else(|| panic!("{name} lacks the eligibility predicate"));
-            // Hydration reads the pool by id, without a LIMIT.
-            if let Some(limit) = sql.rfind("LIMIT") {
-                assert!(at < limit, "{name}: eligibility must come before the LIMIT");
-            } else {
-                assert_eq!(name, "hydrate", "every arm has a LIMIT");
+            // Hydration reads the pool by id, without a LIMIT; every other
+            // statement has one, and the predicate comes before the last,
+            // the one that bounds its result. (An earlier LIMIT is a scan
+            // budget: it bounds the rows read, as `hnsw.max_scan_tuples`
+            // bounds a walk, and the predicate then filters those rows.)
+            match (name, sql.rfind("LIMIT")) {
+                ("hydrate", limit) => assert_eq!(limit, None, "hydrate has no LIMIT"),
+                (_, Some(limit)) => assert!(
+                    at < limit,
+                    "{name}: eligibility must come before the result's LIMIT"
+                ),
+                (_, None) => panic!("{name} has no LIMIT"),
             }
         }
+    }
+
+    /// `sql` without its `--` comments.
+    fn without_comments(sql: &str) -> String {
+        sql.lines()
+            .map(|l| l.split_once("--").map_or(l, |(code, _)| code))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_limit_check_reads_code_not_comments() {
+        let sql = "SELECT 1 -- before any LIMIT\nFROM t\nWHERE x";
+        assert_eq!(without_comments(sql).find("LIMIT"), None);
+        assert!(without_comments("SELECT 1 LIMIT 3 -- x").contains("LIMIT 3"));
     }
 
     #[test]
