@@ -125,10 +125,19 @@ async fn recorded(
         .await?
         .ok_or(Error::NotFound)?;
     let profile = match choice {
-        ProfileChoice::Recorded => ctx
-            .profile
-            .with_snapshot(&receipt.event.profile)
-            .map_err(|e| Error::invalid("profile", e))?,
+        ProfileChoice::Recorded => {
+            ctx.profile
+                .with_snapshot(&receipt.event.profile)
+                .map_err(|e| {
+                    Error::invalid(
+                        "profile",
+                        format!(
+                            "the event's recorded profile is not accepted by this service ({e}); \
+                         replay it with the current profile"
+                        ),
+                    )
+                })?
+        }
         ProfileChoice::Current => ctx.profile.clone(),
     };
     let request = request_of(&receipt.event, &profile)?;
