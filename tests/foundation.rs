@@ -794,6 +794,14 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
             "category_key",
             line(&|v| v["category_key"] = "kettles\t".into()),
         ),
+        // Invisible characters alone: the request validator reads such a
+        // filter as no filter at all.
+        ("brand", line(&|v| v["brand"] = "\u{200B}\u{2060}".into())),
+        ("domain", line(&|v| v["domain"] = "\u{FEFF}".into())),
+        (
+            "category_key",
+            line(&|v| v["category_key"] = "\u{00AD}\u{200B}".into()),
+        ),
         (
             "description",
             line(&|v| v["description"] = "nul \u{0} here".into()),
@@ -905,7 +913,9 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
         .unwrap()
         .get(0);
     assert_eq!(rev, 2);
-    assert!(!has_vector(&c, "T1").await, "T1's text changed");
+    // The refresh itself cleared the vector: no row serves a vector of a
+    // text it no longer holds, whatever its hashes say.
+    assert!(vector_cleared(&c, "T1").await, "T1's text changed");
     let repriced = write_file(
         &dir,
         "repriced.jsonl",
@@ -934,6 +944,212 @@ async fn has_vector(c: &tokio_postgres::Client, product: &str) -> bool {
     .await
     .unwrap()
     .get(0)
+}
+
+/// Whether `product`'s projection row holds no vector, no model and no
+/// embedded text hash.
+async fn vector_cleared(c: &tokio_postgres::Client, product: &str) -> bool {
+    c.query_one(
+        "SELECT embedding IS NULL AND embedding_model IS NULL AND embedded_text_hash IS NULL
+           FROM search.product_projection WHERE product_id = $1",
+        &[&product],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+#[tokio::test]
+async fn migration_0029_clears_vectors_of_a_text_the_row_no_longer_holds() {
+    let db = TestDb::empty("stale_vectors").await;
+    let mut c = db.owner().await;
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    generator::load_sample(&mut c, Generator::new(9, 20), &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let e = HashingEmbedder::new(384);
+    mosaic::embed_job::embed_pending(&c, &e, 64, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    // A row as an import before 0028 left it: a new text, the old text's
+    // vector, model and hash.
+    c.batch_execute(
+        "UPDATE search.product_projection
+            SET embedding_text = embedding_text || ' (renamed)',
+                embedding_text_hash = md5(embedding_text || ' (renamed)')
+          WHERE product_id = 'P0000003'",
+    )
+    .await
+    .unwrap();
+    assert!(!vector_cleared(&c, "P0000003").await);
+    // A database that has not run 0029 yet runs it, and only it.
+    c.execute("DELETE FROM mosaic_meta.migrations WHERE version = 29", &[])
+        .await
+        .unwrap();
+    let report = db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(report.applied, ["0029_stale_vectors_cleared.sql"]);
+    assert!(vector_cleared(&c, "P0000003").await);
+    // Every other row keeps the vector of the text it holds.
+    let kept: i64 = c
+        .query_one(
+            "SELECT count(*) FROM search.product_projection
+              WHERE embedding IS NOT NULL AND embedded_text_hash = embedding_text_hash",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 19);
+    let again = mosaic::embed_job::embed_pending(&c, &e, 64, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(again.embedded, 1);
+    assert!(has_vector(&c, "P0000003").await);
+}
+
+/// An embedder that changes one product's text (as an import would) the
+/// first time it is called, between the embed job's read of a batch and its
+/// write.
+struct RenamingEmbedder {
+    inner: HashingEmbedder,
+    owner: Client,
+    product: &'static str,
+    renamed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl mosaic::embed::Embedder for RenamingEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    async fn embed(
+        &self,
+        texts: &[String],
+        kind: mosaic::embed::EmbedKind,
+    ) -> Result<Vec<Vec<f32>>, mosaic::embed::EmbedError> {
+        if !self.renamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.owner
+                .batch_execute(&format!(
+                    "UPDATE catalog.products SET title = title || ' (renamed)'
+                      WHERE product_id = '{0}';
+                     SELECT search.refresh_projection(ARRAY['{0}'])",
+                    self.product
+                ))
+                .await
+                .unwrap();
+        }
+        self.inner.embed(texts, kind).await
+    }
+}
+
+#[tokio::test]
+async fn a_text_changed_while_it_is_embedded_does_not_get_the_old_texts_vector() {
+    let db = TestDb::empty("embed_race").await;
+    let mut c = db.owner().await;
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    generator::load_sample(&mut c, Generator::new(9, 20), &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let e = RenamingEmbedder {
+        inner: HashingEmbedder::new(384),
+        owner: db.owner().await,
+        product: "P0000005",
+        renamed: false.into(),
+    };
+    // One batch: P0000005 is read with its old text, renamed while that
+    // text is embedded, and its vector is not written.
+    let first = mosaic::embed_job::embed_pending(&c, &e, 64, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!((first.embedded, first.skipped), (19, 1));
+    assert!(first
+        .skipped_note()
+        .unwrap()
+        .contains("run `mosaic embed` again"));
+    assert!(vector_cleared(&c, "P0000005").await);
+    // The next run gives it a vector of its new text.
+    let second = mosaic::embed_job::embed_pending(&c, &e, 64, 1, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!((second.embedded, second.skipped), (1, 0));
+    assert!(has_vector(&c, "P0000005").await);
+    let text: String = c
+        .query_one(
+            "SELECT embedding_text FROM search.product_projection WHERE product_id = 'P0000005'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(text.contains("(renamed)"), "{text}");
+}
+
+#[tokio::test]
+async fn a_load_waits_for_an_import_instead_of_deadlocking_with_it() {
+    let db = TestDb::empty("load_import").await;
+    let mut c = db.owner().await;
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    generator::load_sample(&mut c, Generator::new(9, 20), &mut |_, _, _| {})
+        .await
+        .unwrap();
+    // An import's first steps: the projection's lock, then a read of the
+    // products (`import::import`).
+    let importer = db.owner().await;
+    importer
+        .batch_execute("BEGIN; LOCK TABLE search.product_projection IN SHARE ROW EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let mut quiet = |_: &str, _: u64, _: u64| {};
+    let load = generator::load_sample(&mut c, Generator::new(9, 30), &mut quiet);
+    let import = async {
+        // Once the load waits for the projection, the import still reads
+        // the products: the load holds no lock on them yet.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let waiting: i64 = importer
+                .query_one(
+                    "SELECT count(*) FROM pg_locks
+                      WHERE database = (SELECT oid FROM pg_database
+                                         WHERE datname = current_database())
+                        AND relation = 'search.product_projection'::regclass AND NOT granted",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if waiting > 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the load never waited"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let products: i64 = importer
+            .query_one("SELECT count(*) FROM catalog.products", &[])
+            .await
+            .unwrap()
+            .get(0);
+        importer.batch_execute("COMMIT").await.unwrap();
+        products
+    };
+    let (loaded, products) = tokio::join!(load, import);
+    assert_eq!(products, 20);
+    assert_eq!(loaded.unwrap().products, 30);
 }
 
 #[tokio::test]

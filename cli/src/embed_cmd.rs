@@ -52,5 +52,8 @@ pub async fn run(args: EmbedArgs) -> Result<()> {
         "embedded {} rows with {} in {:.1} s ({} were pending)",
         report.embedded, report.model, report.seconds, report.pending
     );
+    if let Some(note) = report.skipped_note() {
+        println!("{note}");
+    }
     Ok(())
 }

@@ -15,8 +15,26 @@ use tokio_postgres::Client;
 pub struct EmbedReport {
     pub model: String,
     pub pending: i64,
+    /// Rows given a vector.
     pub embedded: u64,
+    /// Rows read but left without one: their text changed between the read
+    /// and the write (an import ran meanwhile), so the vector computed was
+    /// not of the text they hold. A second run embeds them.
+    pub skipped: u64,
     pub seconds: f64,
+}
+
+impl EmbedReport {
+    /// What a run left for the next one, for its summary: `None` when
+    /// nothing was skipped.
+    pub fn skipped_note(&self) -> Option<String> {
+        (self.skipped > 0).then(|| {
+            format!(
+                "{} skipped: their text changed during the run; run `mosaic embed` again",
+                self.skipped
+            )
+        })
+    }
 }
 
 const PENDING: &str = "embedding IS NULL OR embedding_model IS DISTINCT FROM $1
@@ -24,6 +42,10 @@ const PENDING: &str = "embedding IS NULL OR embedding_model IS DISTINCT FROM $1
 
 /// Embeds every projection row that needs it, `batch` rows per model call
 /// with `workers` calls in flight (the local model uses one core per call).
+/// `progress` is told the rows given a vector so far, the rows pending at
+/// the start and the seconds elapsed; rows whose text changed while they
+/// were being embedded are left for the next run and counted in
+/// [`EmbedReport::skipped`].
 pub async fn embed_pending(
     client: &Client,
     embedder: &dyn Embedder,
@@ -69,6 +91,7 @@ pub async fn embed_pending(
         .await?;
     let mut last = String::new();
     let mut done = 0u64;
+    let mut skipped = 0u64;
     loop {
         let rows = client
             .query(
@@ -95,10 +118,11 @@ pub async fn embed_pending(
             vectors.len(),
             ids.len()
         );
-        client
+        let written = client
             .execute(&update, &[&ids, &vectors, &hashes, &model])
             .await?;
-        done += ids.len() as u64;
+        done += written;
+        skipped += ids.len() as u64 - written.min(ids.len() as u64);
         last = ids.last().cloned().unwrap_or_default();
         progress(done, pending, started.elapsed().as_secs_f64());
     }
@@ -106,6 +130,7 @@ pub async fn embed_pending(
         model,
         pending,
         embedded: done,
+        skipped,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

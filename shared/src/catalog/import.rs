@@ -168,6 +168,14 @@ fn filter_str(
             "contains control or bidirectional formatting characters, which a filter refuses",
         ));
     }
+    // A filter of invisible characters alone is no filter to the request
+    // validator, so such a value could never be asked for.
+    if crate::search::request::normalize_query(&s).is_empty() {
+        return Err(ctx.err(
+            Some(f),
+            "has no visible character (only invisible ones), which a filter can never match",
+        ));
+    }
     Ok(s)
 }
 
@@ -534,6 +542,8 @@ pub async fn import(
     // the import (searches, which only read, do not), so the import's row
     // locks and the index its new domains may need are never taken in the
     // opposite order to theirs (a deadlock that would abort one of them).
+    // A load (`load::replace_catalog`) locks the projection before the
+    // products as well, so an import and a load queue behind each other.
     tx.batch_execute("LOCK TABLE search.product_projection IN SHARE ROW EXCLUSIVE MODE")
         .await?;
     tx.batch_execute(&format!(

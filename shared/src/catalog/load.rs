@@ -212,8 +212,19 @@ where
 {
     let started = Instant::now();
     let tx = client.transaction().await?;
-    tx.batch_execute("SET LOCAL synchronous_commit = off; TRUNCATE catalog.products CASCADE")
-        .await?;
+    // The projection first, then the products, as an import takes them
+    // (`import::import` locks the projection, then reads the products):
+    // TRUNCATE alone would lock the products first and the projection
+    // through the cascade, and a load and an import started together would
+    // each hold what the other waits for, a deadlock that aborts one. Taken
+    // in one order, the second waits for the first to commit.
+    tx.batch_execute(
+        "SET LOCAL synchronous_commit = off;
+         LOCK TABLE search.product_projection IN ACCESS EXCLUSIVE MODE;
+         LOCK TABLE catalog.products IN ACCESS EXCLUSIVE MODE;
+         TRUNCATE catalog.products CASCADE",
+    )
+    .await?;
     let n = totals.0;
     let products = copy_products(&tx, "catalog.products", products, progress, n).await?;
     let evidence = copy_evidence(&tx, "catalog.evidence", evidence, progress, totals.1).await?;
