@@ -340,27 +340,45 @@ async fn titan_v2_embeds_one_text_per_call_in_order_with_bounded_concurrency() {
 
 #[tokio::test]
 async fn titan_v2_is_sent_a_long_text_cut_to_what_it_takes() {
+    use mosaic::aws::bedrock::TITAN_V2_MAX_TOKENS;
     let stub = Stub::start(|_, _| Reply::json(json!({ "embedding": one_hot(256, 0) }))).await;
     let e = embedder(&stub, "bedrock:titan-v2:256", policy(2_000)).await;
-    // Two bytes a character: the cut falls on a character boundary.
-    let long = "é".repeat(mosaic::aws::bedrock::TITAN_V2_MAX_CHARS + 5_000);
+    // ASCII counts half a token a character; any other character a token
+    // per UTF-8 byte, so a CJK description or a run of emoji is cut far
+    // sooner than English, always on a character boundary.
+    let ascii = "a".repeat(2 * TITAN_V2_MAX_TOKENS + 5_000);
+    let accented = "é".repeat(TITAN_V2_MAX_TOKENS);
+    let cjk = "耳机".repeat(6_000);
+    let emoji = "🎧".repeat(TITAN_V2_MAX_TOKENS);
     let short = "a short text".to_string();
-    e.embed(&[long.clone(), short.clone()], EmbedKind::Document)
-        .await
-        .unwrap();
+    let input = [
+        ascii.clone(),
+        accented.clone(),
+        cjk.clone(),
+        emoji.clone(),
+        short.clone(),
+    ];
+    e.embed(&input, EmbedKind::Document).await.unwrap();
     let mut sent: Vec<String> = stub
         .requests()
         .iter()
         .map(|r| r.body["inputText"].as_str().unwrap().to_string())
         .collect();
     sent.sort();
-    assert_eq!(
-        sent,
-        [
-            short,
-            long[..2 * mosaic::aws::bedrock::TITAN_V2_MAX_CHARS].to_string()
-        ]
-    );
+    let prefix = |s: &str, chars: usize| s.chars().take(chars).collect::<String>();
+    let mut expected = vec![
+        prefix(&ascii, 2 * TITAN_V2_MAX_TOKENS),
+        prefix(&accented, TITAN_V2_MAX_TOKENS / 2),
+        prefix(&cjk, TITAN_V2_MAX_TOKENS / 3),
+        prefix(&emoji, TITAN_V2_MAX_TOKENS / 4),
+        short,
+    ];
+    expected.sort();
+    assert_eq!(sent, expected);
+    // The 12,000-character CJK text stays within the model's 8,192 tokens
+    // even at one token a byte.
+    let cjk_sent = sent.iter().find(|s| s.starts_with('耳')).unwrap();
+    assert!(cjk_sent.len() <= 8_192, "{} bytes", cjk_sent.len());
 }
 
 #[tokio::test]

@@ -5,8 +5,8 @@
 //!
 //! * **Titan Text Embeddings V2** (`amazon.titan-embed-text-v2:0`): one text
 //!   per invocation, `{"inputText", "dimensions": 256|512|1024,
-//!   "normalize": true}` → `{"embedding": [...]}`, the text cut to
-//!   [`TITAN_V2_MAX_CHARS`] characters. A batch becomes one
+//!   "normalize": true}` → `{"embedding": [...]}`, the text cut where
+//!   its estimated tokens would pass [`TITAN_V2_MAX_TOKENS`]. A batch becomes one
 //!   invocation per text, at most [`MAX_IN_FLIGHT`] at a time.
 //! * **Cohere Embed v3** (`cohere.embed-english-v3`,
 //!   `cohere.embed-multilingual-v3`, 1024 dimensions): `{"texts": [...],
@@ -45,12 +45,18 @@ pub const MAX_IN_FLIGHT: usize = 4;
 pub const COHERE_MAX_TEXTS: usize = 96;
 /// Characters per text Cohere Embed v3 accepts (the model's limit).
 pub const COHERE_V3_MAX_CHARS: usize = 2_048;
-/// Characters of a text sent to Titan Text Embeddings V2, which refuses a
-/// text of more than 8,192 tokens (or 50,000 characters) rather than
-/// truncating it: at two characters a token, the fewest seen in product
-/// text full of codes, this stays within both, so one long description
-/// cannot stop `mosaic embed` at its batch.
-pub const TITAN_V2_MAX_CHARS: usize = 16_384;
+/// Estimated tokens of a text sent to Titan Text Embeddings V2, which
+/// refuses a text of more than 8,192 tokens (or 50,000 characters) rather
+/// than truncating it, so one long description would stop `mosaic embed` at
+/// its batch. The estimate ([`titan_v2_cut`]) counts an ASCII character as
+/// half a token (two characters a token, the fewest seen in product text
+/// full of codes) and any other character as one token per UTF-8 byte (the
+/// worst a byte-level tokenizer can do: CJK text and emoji can cost a token
+/// a character or more). The bound is 8,192 less 192 tokens kept for the
+/// special tokens the model adds and for the estimate's own slack, and
+/// leaves an ASCII text its first 16,000 characters, within the character
+/// limit too.
+pub const TITAN_V2_MAX_TOKENS: usize = 8_000;
 
 /// A Bedrock Runtime client for this module: the SDK's own retries are off
 /// (the [`CallPolicy`] retries inside its deadline instead).
@@ -354,7 +360,7 @@ impl BedrockEmbedder {
             embedding: Vec<f32>,
         }
         let body = json!({
-            "inputText": cut_chars(text, TITAN_V2_MAX_CHARS),
+            "inputText": titan_v2_cut(text),
             "dimensions": self.model.dimension,
             "normalize": true,
         });
@@ -450,6 +456,22 @@ pub fn check_dimension(model: &EmbeddingModel, db_dim: usize) -> Result<(), Stri
          column is vector({db_dim}); {hint}",
         model.model_id, model.dimension
     ))
+}
+
+/// The longest start of `s`, cut on a character boundary, whose estimated
+/// tokens stay within [`TITAN_V2_MAX_TOKENS`]: an ASCII character counts
+/// half a token, any other character a token per UTF-8 byte.
+pub fn titan_v2_cut(s: &str) -> &str {
+    // Counted in half tokens, so an ASCII character is a whole unit.
+    let budget = 2 * TITAN_V2_MAX_TOKENS;
+    let mut used = 0;
+    for (i, c) in s.char_indices() {
+        used += if c.is_ascii() { 1 } else { 2 * c.len_utf8() };
+        if used > budget {
+            return &s[..i];
+        }
+    }
+    s
 }
 
 /// At most `max` characters of `s`, cut on a character boundary.
@@ -675,6 +697,23 @@ mod tests {
             e.contains("--embedding-dim 1024") && !e.contains("titan-v2:384"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn titan_v2_texts_are_cut_by_estimated_tokens() {
+        let ascii = "a".repeat(20_000);
+        assert_eq!(titan_v2_cut(&ascii).len(), 16_000);
+        // Three bytes, three tokens at worst, a character.
+        let cjk = "商".repeat(12_000);
+        assert_eq!(titan_v2_cut(&cjk).chars().count(), 2_666);
+        // Four bytes an emoji.
+        let emoji = "🎧".repeat(5_000);
+        assert_eq!(titan_v2_cut(&emoji).chars().count(), 2_000);
+        // Mixed: 15,998 ASCII characters leave two half tokens, which no
+        // two-byte character fits in.
+        let mixed = format!("{}é{}", "a".repeat(15_998), "b".repeat(10));
+        assert_eq!(titan_v2_cut(&mixed), &mixed[..15_998]);
+        assert_eq!(titan_v2_cut("short 商品"), "short 商品");
     }
 
     #[test]
