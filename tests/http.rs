@@ -1,6 +1,7 @@
 //! The HTTP surface (`mosaic serve`): the shared router behind the local
 //! axum server, spoken to over a raw HTTP/1.1 client on a real socket.
 
+use mosaic::server::Connections;
 use mosaic::{Ctx, Error, RetrievalProfile};
 use mosaic_integration_tests::{ctx, principal_of, TestDb};
 use serde_json::{json, Value};
@@ -18,12 +19,24 @@ struct Server {
 
 impl Server {
     async fn start(ctx: Ctx) -> Server {
+        Server::start_with(ctx, Connections::DEFAULT).await
+    }
+
+    /// A server with other connection bounds.
+    async fn start_with(ctx: Ctx, connections: Connections) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(mosaic::server::serve(ctx, listener, async {
-            let _ = stopped.await;
-        }));
+        let task = tokio::spawn(mosaic::server::serve_with_connections(
+            ctx,
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+            mosaic::http::MAX_BODY,
+            &[],
+            connections,
+        ));
         Server { addr, stop, task }
     }
 
@@ -295,11 +308,19 @@ async fn body_rules_and_routes() {
         ("GET", "/api/products/p1/evidence"),
         ("POST", "/healthz"),
         ("GET", "/a/b/healthz"),
+        // At most one stage segment before `api`.
+        ("POST", "/a/b/api/search"),
+        ("POST", "/a/b/c/d/api/search"),
+        ("GET", "/a/b/api/openapi.json"),
     ] {
         let r = server.send(method, path, &[], b"").await;
         r.assert_error(404, "not_found", None);
         assert_eq!(r.body, not_found, "{method} {path}");
     }
+    let r = server
+        .post("/a/b/c/d/api/search", &json!({"query": "tent"}))
+        .await;
+    r.assert_error(404, "not_found", None);
 
     // A body id that contradicts the path is refused by the router.
     let r = server
@@ -554,6 +575,24 @@ async fn a_web_page_cannot_speak_for_this_machine() {
             .await;
         r.assert_error(400, "invalid_argument", Some("content-type"));
     }
+    // A request without a Host names nothing this server answers to.
+    for (method, path, body) in [("POST", "/api/search", body), ("GET", "/healthz", &b""[..])] {
+        let mut s = TcpStream::connect(server.addr).await.expect("connect");
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(body);
+        s.write_all(&req).await.expect("write");
+        let mut buf = Vec::new();
+        tokio::time::timeout(std::time::Duration::from_secs(30), s.read_to_end(&mut buf))
+            .await
+            .expect("response in time")
+            .expect("read response");
+        parse(&buf).assert_error(400, "invalid_argument", Some("host"));
+    }
     assert_eq!(events().await, before, "a refused request wrote a receipt");
 
     // This machine's names, and JSON with a charset, are served.
@@ -613,5 +652,150 @@ async fn a_body_that_stops_arriving_is_refused_at_the_request_deadline() {
         r.json()
     );
     drop(s);
+    server.shutdown().await;
+}
+
+/// A server that needs no database: the routes below do not touch it.
+async fn server_without_database(connections: Connections) -> Server {
+    let ctx = Ctx::from_url(
+        "postgres://nobody:nothing@127.0.0.1:1/none",
+        1,
+        RetrievalProfile::default(),
+    )
+    .unwrap();
+    Server::start_with(ctx, connections).await
+}
+
+/// Reads one response with a `content-length` body off a kept-alive
+/// connection.
+async fn read_response(s: &mut TcpStream) -> Resp {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .expect("a content-length");
+            if buf.len() >= end + 4 + length {
+                return parse(&buf[..end + 4 + length]);
+            }
+        }
+        let n = s.read(&mut chunk).await.expect("read");
+        assert!(
+            n > 0,
+            "closed mid-response: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Whether the server closes `s` within `within` (whatever it sent first).
+async fn closed_within(s: &mut TcpStream, within: std::time::Duration) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    match tokio::time::timeout(within, s.read_to_end(&mut buf)).await {
+        Ok(_) => Some(buf),
+        Err(_) => None,
+    }
+}
+
+#[tokio::test]
+async fn a_connection_that_trickles_its_headers_is_closed() {
+    let server = server_without_database(Connections {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..Connections::DEFAULT
+    })
+    .await;
+    let s = TcpStream::connect(server.addr).await.expect("connect");
+    let (mut read, mut write) = s.into_split();
+    // The request line and headers one byte at a time, far slower than the
+    // header timeout allows; writing stops once the server has hung up.
+    let head = format!("GET /api/tools HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    let trickle = tokio::spawn(async move {
+        for b in head.into_bytes() {
+            if write.write_all(&[b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        read.read_to_end(&mut buf),
+    )
+    .await
+    .expect("the server closes a connection whose headers do not arrive in time");
+    assert!(
+        !String::from_utf8_lossy(&buf).contains(" 200 "),
+        "{}",
+        String::from_utf8_lossy(&buf)
+    );
+    trickle.abort();
+
+    // A connection that sends nothing at all is closed as well.
+    let mut silent = TcpStream::connect(server.addr).await.expect("connect");
+    closed_within(&mut silent, std::time::Duration::from_secs(10))
+        .await
+        .expect("a silent connection is closed");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn keep_alive_serves_requests_and_closes_when_idle() {
+    let server = server_without_database(Connections {
+        header_read_timeout: std::time::Duration::from_millis(500),
+        ..Connections::DEFAULT
+    })
+    .await;
+    let mut s = TcpStream::connect(server.addr).await.expect("connect");
+    let request = format!("GET /api/tools HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    for _ in 0..3 {
+        s.write_all(request.as_bytes()).await.expect("write");
+        let r = read_response(&mut s).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json(), mosaic::contract::tools("skill").unwrap());
+    }
+    // Idle past the header timeout: the server closes the connection.
+    let rest = closed_within(&mut s, std::time::Duration::from_secs(10))
+        .await
+        .expect("an idle keep-alive connection is closed");
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_for_a_free_place() {
+    let server = server_without_database(Connections {
+        max_open: 1,
+        header_read_timeout: std::time::Duration::from_secs(60),
+    })
+    .await;
+    // One connection takes the only place and sends nothing.
+    let holder = TcpStream::connect(server.addr).await.expect("connect");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The next one is not served while the place is taken...
+    let mut waiting = TcpStream::connect(server.addr).await.expect("connect");
+    let request = format!(
+        "GET /api/tools HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+        server.addr
+    );
+    waiting.write_all(request.as_bytes()).await.expect("write");
+    let mut first = [0u8; 1];
+    let early = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        waiting.read(&mut first),
+    )
+    .await;
+    assert!(early.is_err(), "served past the connection cap: {early:?}");
+    // ...and is once the first one closes.
+    drop(holder);
+    let buf = closed_within(&mut waiting, std::time::Duration::from_secs(10))
+        .await
+        .expect("served once a place is free");
+    assert_eq!(parse(&buf).status, 200);
     server.shutdown().await;
 }

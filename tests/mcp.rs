@@ -13,6 +13,7 @@
 
 use mosaic::contract;
 use mosaic::error::NOT_FOUND_MESSAGE;
+use mosaic::http::MAX_BODY;
 use mosaic_integration_tests::{principal_of, TestDb};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -209,7 +210,7 @@ async fn an_mcp_client_over_streamable_http() {
     let mut server = Command::new(MOSAIC);
     server
         .arg("mcp")
-        .args(["--http", "127.0.0.1:0"])
+        .args(["--http", "127.0.0.1:0", "--allowed-host", "MCP.Example"])
         .args(server_args(&db, &["--principal", "bob"]))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -226,6 +227,7 @@ async fn an_mcp_client_over_streamable_http() {
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
     );
+    http_guards(&url).await;
     let report = client(&["http".to_string(), url]).await;
     assert_eq!(report["transport"], "http");
     check_session(&report, &db, "local:bob").await;
@@ -252,6 +254,102 @@ async fn an_mcp_client_over_streamable_http() {
     assert_eq!(
         calls[0]["structured"],
         json!({"error": {"code": "not_found", "message": NOT_FOUND_MESSAGE}})
+    );
+}
+
+/// An `initialize` request of exactly `len` bytes (padded with spaces).
+fn initialize_body(len: usize) -> Vec<u8> {
+    let mut body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string()
+    .into_bytes();
+    assert!(body.len() <= len);
+    body.resize(len, b' ');
+    body
+}
+
+/// The status of one POST to the MCP endpoint at `addr` over a fresh
+/// connection, with the headers a client sends (`host` naming `addr`
+/// unless `headers` give one) and `headers`.
+async fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nconnection: close\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("host: {addr}\r\n"));
+    }
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut req = head.into_bytes();
+    req.extend_from_slice(body);
+    s.write_all(&req).await.expect("write the request");
+    // The status line is enough: an accepted initialize answers on a
+    // stream.
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let read = async {
+        while !buf.windows(2).any(|w| w == b"\r\n") {
+            let n = s.read(&mut chunk).await.expect("read the response");
+            assert!(n > 0, "closed before a status line");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .expect("an answer in time");
+    let line = String::from_utf8_lossy(&buf);
+    line.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {line:?}"))
+}
+
+/// What `mosaic mcp --http ... --allowed-host MCP.Example` refuses before
+/// any MCP runs: a foreign `Host`, a browser `Origin` that does not name
+/// this machine or the listed name, and a body over 64 KiB.
+async fn http_guards(url: &str) {
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|a| a.strip_suffix("/mcp"))
+        .unwrap();
+    let port = addr.rsplit_once(':').unwrap().1;
+    let init = initialize_body(200);
+    for (headers, want) in [
+        (vec![], 200),
+        (vec![("host", format!("localhost:{port}"))], 200),
+        (vec![("host", format!("mcp.example:{port}"))], 200),
+        (vec![("host", format!("attacker.example:{port}"))], 403),
+        (vec![("origin", format!("http://127.0.0.1:{port}"))], 200),
+        (vec![("origin", "http://localhost:5173".to_string())], 200),
+        (vec![("origin", "https://mcp.example".to_string())], 200),
+        (vec![("origin", "http://attacker.example".to_string())], 403),
+        (
+            vec![("origin", format!("http://attacker.example:{port}"))],
+            403,
+        ),
+        (vec![("origin", "null".to_string())], 403),
+    ] {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        assert_eq!(
+            post_status(addr, &headers, &init).await,
+            want,
+            "{headers:?}"
+        );
+    }
+    assert_eq!(
+        post_status(addr, &[], &initialize_body(MAX_BODY)).await,
+        200
+    );
+    assert_eq!(
+        post_status(addr, &[], &initialize_body(MAX_BODY + 1)).await,
+        413
     );
 }
 
@@ -318,7 +416,8 @@ async fn a_call_past_the_request_deadline_is_unavailable() {
 
 /// Speaks JSON-RPC to `mosaic mcp` over stdio line by line, as a client
 /// the SDK would not let us be: each line of `requests` is sent, and the
-/// answers are returned by id.
+/// answers are returned by id. A request longer than a message may be
+/// (64 KiB) is expected to go unanswered.
 async fn raw_session(args: &[String], requests: &[Value]) -> Vec<Value> {
     use tokio::io::AsyncWriteExt;
     let mut child = Command::new(MOSAIC)
@@ -332,7 +431,8 @@ async fn raw_session(args: &[String], requests: &[Value]) -> Vec<Value> {
         .expect("start mosaic mcp");
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let want = requests.iter().filter(|r| r.get("id").is_some()).count();
+    let answered = |r: &Value| r.get("id").is_some() && r.to_string().len() <= MAX_BODY;
+    let want = requests.iter().filter(|r| answered(r)).count();
     let mut answers = Vec::new();
     let session = async {
         for r in requests {
@@ -340,7 +440,7 @@ async fn raw_session(args: &[String], requests: &[Value]) -> Vec<Value> {
             stdin.flush().await.unwrap();
             // One answer before the next request, so the order is the
             // server's reading order.
-            if r.get("id").is_some() {
+            if answered(r) {
                 let line = lines.next_line().await.unwrap().expect("an answer");
                 answers.push(serde_json::from_str::<Value>(&line).unwrap());
             }
@@ -388,6 +488,19 @@ async fn a_call_the_protocol_cannot_carry_is_invalid_params() {
                 8,
                 json!({"name": format!("drop\u{202E}{}\u{0007}", "x".repeat(5_000)), "arguments": {}}),
             ),
+            // So is an unknown method's.
+            json!({"jsonrpc": "2.0", "id": 9, "params": {},
+                   "method": format!("drop\u{202E}{}\u{0007}", "x".repeat(5_000))}),
+            // A line over 64 KiB is dropped unanswered; one just under it
+            // is read (and its query refused as too long).
+            call(
+                10,
+                json!({"name": "search_products", "arguments": {"query": "q".repeat(MAX_BODY)}}),
+            ),
+            call(
+                11,
+                json!({"name": "search_products", "arguments": {"query": "q".repeat(MAX_BODY - 200)}}),
+            ),
         ],
     )
     .await;
@@ -409,10 +522,21 @@ async fn a_call_the_protocol_cannot_carry_is_invalid_params() {
     assert!(message.starts_with("unknown tool `dropxxx"), "{message}");
     assert!(message.chars().count() < 100, "{message}");
     assert!(!message.contains(['\u{202E}', '\u{0007}']), "{message}");
+    assert_eq!(answers[8]["error"]["code"], -32601, "{}", answers[8]);
+    let message = answers[8]["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("unknown method `dropxxx"), "{message}");
+    assert!(message.chars().count() < 100, "{message}");
+    assert!(!message.contains(['\u{202E}', '\u{0007}']), "{message}");
+    assert_eq!(answers[9]["result"]["isError"], true, "{}", answers[9]);
+    assert_eq!(
+        answers[9]["result"]["structuredContent"]["error"]["field"], "query",
+        "{}",
+        answers[9]
+    );
     let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
     assert_eq!(
         ids,
-        [1, 2, 3, 4, 5, 6, 7, 8]
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 11]
             .map(|i| json!(i))
             .iter()
             .collect::<Vec<_>>()

@@ -23,6 +23,13 @@
 //!   (-32601).
 //! - Logs go to stderr (stdout carries the protocol in stdio mode): one line
 //!   per call with the tool, the outcome and the duration, never arguments.
+//! - A message is at most [`mosaic::http::MAX_BODY`] (64 KiB), as a body of
+//!   the HTTP API: over HTTP a larger POST body is a 413; over stdio a
+//!   longer line is dropped unanswered and the session goes on.
+//! - Over HTTP the server answers only a `Host` that names this machine or
+//!   a name given with `--allowed-host`, refuses (403) a browser `Origin`
+//!   that does not, and holds its connections within
+//!   [`mosaic::server::Connections`], as `mosaic serve` does.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -34,6 +41,7 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -55,6 +63,12 @@ pub struct McpArgs {
     /// 127.0.0.1:8788; without it the server speaks MCP on stdin/stdout.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Another name the HTTP server answers to in the `Host` header and
+    /// accepts in a browser's `Origin` (repeatable), such as the name other
+    /// machines reach it by; it always answers localhost, the loopback
+    /// addresses and the address it is bound to.
+    #[arg(long = "allowed-host", value_name = "NAME", requires = "http")]
+    allowed_hosts: Vec<String>,
     /// The caller every call runs as, served as the local principal
     /// `local:NAME`: searches record it and scoped calls must match it.
     #[arg(long, value_name = "NAME", required_unless_present = "anonymous")]
@@ -89,24 +103,30 @@ pub async fn run(args: McpArgs) -> Result<()> {
     let server = McpServer::new(ctx, principal)?;
     match args.http {
         None => serve_stdio(server).await,
-        Some(addr) => serve_http(server, addr).await,
+        Some(addr) => serve_http(server, addr, &args.allowed_hosts).await,
     }
 }
+
+/// The longest line read over stdio: one message of up to
+/// [`mosaic::http::MAX_BODY`] bytes and its line ending (`\n` or `\r\n`).
+const MAX_LINE: usize = mosaic::http::MAX_BODY + 2;
 
 async fn serve_stdio(server: McpServer) -> Result<()> {
     eprintln!(
         "mosaic mcp: serving MCP on stdio as {}",
         server.principal.as_str()
     );
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let transport = AsyncRwTransport::new_server(stdin, stdout).with_max_line_length(MAX_LINE);
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(transport)
         .await
         .context("the MCP handshake on stdio failed")?;
     running.waiting().await.context("the MCP server stopped")?;
     Ok(())
 }
 
-async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<()> {
+async fn serve_http(server: McpServer, addr: SocketAddr, allowed_hosts: &[String]) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
@@ -119,10 +139,16 @@ async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<()> {
              authenticating proxy in front."
         );
     }
-    // Host-header checks (DNS rebinding) stay on: loopback names and the
-    // address bound.
+    // Host-header checks (DNS rebinding): this machine's names, the address
+    // bound and the names listed. A browser's Origin, which it sends with
+    // every cross-origin request a page's script makes, must name one of
+    // them too.
+    let hosts = mosaic::server::allowed_hosts(bound, allowed_hosts);
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(mosaic::server::machine_hosts(bound.ip()));
+        .with_allowed_origins(allowed_origins(&hosts))
+        .enforce_origin_validation()
+        .with_allowed_hosts(hosts)
+        .with_max_request_body_bytes(mosaic::http::MAX_BODY);
     let stop = config.cancellation_token.clone();
     let service: StreamableHttpService<McpServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
@@ -130,14 +156,34 @@ async fn serve_http(server: McpServer, addr: SocketAddr) -> Result<()> {
     // The URL on stdout (the first line), the rest on stderr.
     println!("http://{bound}{HTTP_PATH}");
     eprintln!("mosaic mcp: serving MCP (streamable HTTP) on http://{bound}{HTTP_PATH} as {principal}; stop with Ctrl-C");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            crate::serve_cmd::shutdown_signal().await;
-            stop.cancel();
-        })
-        .await
-        .context("the MCP HTTP server failed")?;
+    let shutdown = async move {
+        crate::serve_cmd::shutdown_signal().await;
+        stop.cancel();
+    };
+    mosaic::server::serve_router(
+        listener,
+        router,
+        shutdown,
+        mosaic::server::Connections::DEFAULT,
+    )
+    .await
+    .context("the MCP HTTP server failed")?;
     Ok(())
+}
+
+/// The browser origins of `hosts` (names without a port): either scheme,
+/// any port.
+fn allowed_origins(hosts: &[String]) -> Vec<String> {
+    hosts
+        .iter()
+        .flat_map(|h| {
+            let h = match h.parse::<std::net::Ipv6Addr>() {
+                Ok(_) => format!("[{h}]"),
+                Err(_) => h.clone(),
+            };
+            [format!("http://{h}:*"), format!("https://{h}:*")]
+        })
+        .collect()
 }
 
 /// The MCP handler: the context, the process's principal and the tools.
@@ -226,7 +272,8 @@ impl ServerHandler for McpServer {
     /// without a `name`): an invalid-params error (-32602), not the
     /// method-not-found (-32601) the SDK answers by default, which would
     /// tell the client the server lacks the method. The params are not
-    /// echoed.
+    /// echoed, and a method's name only cut short and without control or
+    /// bidirectional characters.
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -242,7 +289,11 @@ impl ServerHandler for McpServer {
                 format!("the params of {m} do not have the shape the method takes"),
                 None,
             )),
-            _ => Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, method, None)),
+            m => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("unknown method `{}`", mosaic::error::shown_key(m)),
+                None,
+            )),
         }
     }
 }
@@ -468,6 +519,25 @@ mod tests {
             .collect();
         let ops: Vec<&str> = Operation::ALL.iter().map(|o| o.name()).collect();
         assert_eq!(names, ops);
+    }
+
+    #[test]
+    fn origins_are_this_machine_s_and_the_listed_names() {
+        let hosts = mosaic::server::allowed_hosts(
+            "127.0.0.1:8788".parse().unwrap(),
+            &["mcp.example".to_string()],
+        );
+        let origins = allowed_origins(&hosts);
+        for want in [
+            "http://localhost:*",
+            "https://localhost:*",
+            "http://127.0.0.1:*",
+            "http://[::1]:*",
+            "https://mcp.example:*",
+        ] {
+            assert!(origins.iter().any(|o| o == want), "{want}: {origins:?}");
+        }
+        assert_eq!(origins.len(), 2 * hosts.len());
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! body is [`Error::body`] and every status [`Error::status`]; responses
 //! carry no per-request header, so two refusals are byte-identical.
 //!
-//! Routes (matched on the raw path from its first `/api/` segment, so an API
-//! Gateway stage prefix such as `/prod/api/search` is tolerated):
+//! Routes (matched on the raw path from its `/api/` segment, which may
+//! follow one stage segment, so an API Gateway stage prefix such as
+//! `/prod/api/search` is tolerated; deeper prefixes are unknown routes):
 //!
 //! | method | path                                          | operation              |
 //! |--------|-----------------------------------------------|------------------------|
@@ -161,12 +162,17 @@ fn match_path(path: &str) -> Result<Route, Error> {
         Some(rest) => rest.split('/').collect(),
         None => return Err(Error::NotFound),
     };
-    if let Some(api) = segments.iter().position(|s| *s == "api") {
+    // `/api/...`, or `/{stage}/api/...` behind one stage segment.
+    let api = match segments.as_slice() {
+        ["api", rest @ ..] | [_, "api", rest @ ..] => Some(rest),
+        _ => None,
+    };
+    if let Some(rest) = api {
         let bound = |op, field, raw: &str| {
             let id = decode_segment(raw).ok_or(Error::NotFound)?;
             Ok(Route::Operation(op, Some((field, id))))
         };
-        return match &segments[api + 1..] {
+        return match rest {
             ["search"] => Ok(Route::Operation(Operation::SearchProducts, None)),
             ["tools"] => Ok(Route::Tools),
             ["openapi.json"] => Ok(Route::OpenApi),
@@ -428,6 +434,10 @@ mod tests {
             "/api",
             "/api/",
             "/a/b/healthz",
+            "/a/b/api/search",
+            "/a/b/c/d/api/search",
+            "/a/b/api/retrieval/events/abc",
+            "/a/api/b/api/search",
             "/api/products/x",
             "/api/products/%zz/evidence",
             "/api/products/%ff/evidence",

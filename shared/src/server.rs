@@ -18,7 +18,17 @@
 //! `application/json`, which a page cannot send to another origin without a
 //! preflight the server never grants. Either refusal is a 400
 //! `invalid_argument` naming `host` or `content-type`, before anything
-//! runs.
+//! runs; a request without a `Host` is refused like a foreign one.
+//!
+//! Connections are HTTP/1.1 with keep-alive, bounded by [`Connections`]:
+//! a connection must deliver each request's headers within
+//! [`Connections::header_read_timeout`] (10 s by default), which also closes
+//! a keep-alive connection left idle that long, and at most
+//! [`Connections::max_open`] (256) are open at once; past that, new
+//! connections wait in the listen backlog until one closes. The body and
+//! the operation then run under the request deadline, so a client that
+//! sends slowly, or not at all, holds no connection and task for longer
+//! than that.
 
 use crate::context::{Ctx, Principal};
 use crate::error::Error;
@@ -30,9 +40,13 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::Router;
 use futures_util::StreamExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 
 /// The header the local server takes the principal's name from.
 pub const PRINCIPAL_HEADER: &str = principal::HEADER;
@@ -48,6 +62,40 @@ struct App {
     max_body: usize,
     /// The `Host` names accepted (lower case, without a port).
     hosts: Vec<String>,
+}
+
+/// How a server holds its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connections {
+    /// Most connections open at once. Past it the server accepts no more
+    /// until one closes: new connections wait in the listen backlog (and
+    /// are turned away by the system when that is full) rather than being
+    /// accepted and closed unanswered.
+    pub max_open: usize,
+    /// How long a connection may take to deliver a request's headers, from
+    /// when it opens or its previous response went out; a keep-alive
+    /// connection idle that long is closed as well.
+    pub header_read_timeout: Duration,
+}
+
+impl Connections {
+    /// 256 connections; a request's headers within 10 s. A client sends its
+    /// headers in one write, in milliseconds even over a slow link, and
+    /// HTTP clients reopen a closed keep-alive connection on their own, so
+    /// 10 s turns away only a client that trickles its headers or parks its
+    /// connection, while staying at the request deadline's order (10 s by
+    /// default). 256 is well above what local clients open and keeps what
+    /// a client holding connections open can tie up bounded.
+    pub const DEFAULT: Connections = Connections {
+        max_open: 256,
+        header_read_timeout: Duration::from_secs(10),
+    };
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Connections::DEFAULT
+    }
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops
@@ -70,15 +118,116 @@ pub async fn serve_with(
     max_body: usize,
     extra_hosts: &[String],
 ) -> std::io::Result<()> {
+    serve_with_connections(
+        ctx,
+        listener,
+        shutdown,
+        max_body,
+        extra_hosts,
+        Connections::DEFAULT,
+    )
+    .await
+}
+
+/// [`serve_with`] with other connection bounds.
+pub async fn serve_with_connections(
+    ctx: Ctx,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    max_body: usize,
+    extra_hosts: &[String],
+    connections: Connections,
+) -> std::io::Result<()> {
     let hosts = allowed_hosts(listener.local_addr()?, extra_hosts);
     let app = Router::new().fallback(handler).with_state(Arc::new(App {
         ctx,
         max_body,
         hosts,
     }));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_router(listener, app, shutdown, connections).await
+}
+
+/// Serves `router` on `listener` over HTTP/1.1 (keep-alive on) within
+/// `connections`' bounds until `shutdown` resolves; then stops accepting,
+/// closes idle connections, lets requests in flight finish and returns once
+/// every connection has closed. Shared by `mosaic serve` and `mosaic mcp
+/// --http`.
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    connections: Connections,
+) -> std::io::Result<()> {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(connections.header_read_timeout)
+        .keep_alive(true);
+    let open = Arc::new(Semaphore::new(connections.max_open.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        // A free place first, then a connection: while every place is
+        // taken, new connections wait in the listen backlog.
+        let place = tokio::select! {
+            () = &mut shutdown => break,
+            place = Arc::clone(&open).acquire_owned() => match place {
+                Ok(place) => place,
+                Err(_) => break,
+            },
+        };
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => match accept_failed(e, shutdown.as_mut()).await {
+                    Stop::Now => break,
+                    Stop::No => continue,
+                },
+            },
+        };
+        let conn = builder.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(router.clone()),
+        );
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection closed");
+            }
+            drop(place);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Whether `shutdown` came while waiting.
+enum Stop {
+    Now,
+    No,
+}
+
+/// After a failed accept: a connection that went away before it was
+/// accepted is nothing; anything else (out of file descriptors, say) is
+/// logged and the next accept waits a second, or until `shutdown`.
+async fn accept_failed<F: Future<Output = ()>>(
+    e: std::io::Error,
+    shutdown: std::pin::Pin<&mut F>,
+) -> Stop {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return Stop::No;
+    }
+    tracing::error!(error = %e, "cannot accept a connection");
+    tokio::select! {
+        () = shutdown => Stop::Now,
+        () = tokio::time::sleep(Duration::from_secs(1)) => Stop::No,
+    }
 }
 
 async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
@@ -177,14 +326,16 @@ fn host_name(value: &str) -> String {
     }
 }
 
-/// Whether the request's `Host` (if it sent one) is among `hosts`, its
-/// port and case aside.
+/// Whether the request's `Host` is among `hosts`, its port and case aside.
+/// A request without one is refused alike: it names nothing this server
+/// answers to.
 fn host(headers: &HeaderMap, hosts: &[String]) -> Result<(), Error> {
-    let Some(value) = headers.get(axum::http::header::HOST) else {
-        return Ok(());
+    let mut values = headers.get_all(axum::http::header::HOST).iter();
+    let name = match (values.next(), values.next()) {
+        (Some(value), None) => host_name(value.to_str().unwrap_or("")),
+        _ => String::new(),
     };
-    let name = host_name(value.to_str().unwrap_or(""));
-    match hosts.contains(&name) {
+    match !name.is_empty() && hosts.contains(&name) {
         true => Ok(()),
         false => Err(Error::invalid(
             "host",
@@ -338,8 +489,10 @@ mod tests {
         ] {
             assert!(host(&headers(HOST, &[ok]), hosts).is_ok(), "{ok}");
         }
-        // No Host at all (HTTP/1.0): no page sent it.
-        assert!(host(&HeaderMap::new(), hosts).is_ok());
+        // No Host at all names nothing this server answers to; two name
+        // two things.
+        assert!(host(&HeaderMap::new(), hosts).is_err());
+        assert!(host(&headers(HOST, &["localhost", "localhost"]), hosts).is_err());
         for bad in [
             "attacker.example",
             "attacker.example:8787",

@@ -37,11 +37,16 @@
 //! share it; cloning is cheap (the model sits behind an `Arc`). The model
 //! files are fetched by `scripts/fetch-model.sh` into
 //! [`MiniLmEmbedder::default_dir`]. The async [`Embedder::embed`] runs the
-//! CPU-bound inference on tokio's blocking pool; [`MiniLmEmbedder::embed_sync`]
-//! is the same computation for synchronous callers.
+//! CPU-bound inference on tokio's blocking pool, at most one inference per
+//! core the process may use at a time, process-wide: a call waits for a
+//! free place first (within whatever deadline its caller applies), and an
+//! inference whose caller went away still holds its place until it ends,
+//! so concurrent queries cannot pile CPU work beyond the cores.
+//! [`MiniLmEmbedder::embed_sync`] is the same computation for synchronous
+//! callers, outside that bound.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
@@ -49,6 +54,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokio::sync::Semaphore;
 
 use super::{l2_normalize, EmbedError, EmbedKind, Embedder};
 
@@ -167,16 +173,15 @@ impl MiniLmEmbedder {
         self.inner.embed(texts)
     }
 
-    /// Runs a CPU-bound embedding function on the blocking pool.
+    /// Runs a CPU-bound embedding function on the blocking pool, within
+    /// the process's [`inferences`] bound.
     async fn off_thread(&self, texts: &[String], f: EmbedFn) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || f(&inner, &texts))
-            .await
-            .map_err(|e| EmbedError::Failed(format!("embedding task failed: {e}")))?
+        bounded_blocking(inferences(), move || f(&inner, &texts)).await
     }
 
     /// The WordPiece tokens the model sees for `text`, `[CLS]` and `[SEP]`
@@ -212,6 +217,38 @@ impl Embedder for MiniLmEmbedder {
 
 /// One of [`Inner`]'s embedding functions.
 type EmbedFn = fn(&Inner, &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+/// The places for inferences running at once in this process: one per core
+/// it may use (at least one).
+fn inferences() -> &'static Arc<Semaphore> {
+    static PLACES: OnceLock<Arc<Semaphore>> = OnceLock::new();
+    PLACES.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Arc::new(Semaphore::new(cores.max(1)))
+    })
+}
+
+/// Runs `f` on the blocking pool once one of `places` is free. The place
+/// moves into the blocking task, so it is given back when `f` ends, not
+/// when the caller stops waiting: an inference cannot be stopped, and one
+/// whose caller's deadline passed still occupies a core. Waiting for a
+/// place is bounded only by the caller's own deadline.
+async fn bounded_blocking<T: Send + 'static>(
+    places: &Arc<Semaphore>,
+    f: impl FnOnce() -> Result<T, EmbedError> + Send + 'static,
+) -> Result<T, EmbedError> {
+    let place = Arc::clone(places)
+        .acquire_owned()
+        .await
+        .map_err(|_| EmbedError::Failed("the embedding model is shut down".into()))?;
+    tokio::task::spawn_blocking(move || {
+        let result = f();
+        drop(place);
+        result
+    })
+    .await
+    .map_err(|e| EmbedError::Failed(format!("embedding task failed: {e}")))?
+}
 
 impl Inner {
     fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
@@ -344,4 +381,72 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
         s
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_inferences_run_at_once_than_there_are_places() {
+        let places = Arc::new(Semaphore::new(2));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let (places, running, most) = (places.clone(), running.clone(), most.clone());
+                tokio::spawn(async move {
+                    bounded_blocking(&places, move || {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(30));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        Ok(())
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await.unwrap().unwrap();
+        }
+        assert!(most.load(Ordering::SeqCst) <= 2, "{most:?}");
+        assert_eq!(places.available_permits(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_inference_holds_its_place_until_it_ends() {
+        let places = Arc::new(Semaphore::new(1));
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        // The caller gives up (its deadline passes) while the inference runs.
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(50),
+            bounded_blocking(&places, move || {
+                released.recv().ok();
+                Ok(())
+            }),
+        )
+        .await;
+        assert!(gave_up.is_err());
+        assert_eq!(places.available_permits(), 0);
+        // A caller behind it waits (and gives up too) while it runs.
+        let waited = tokio::time::timeout(
+            Duration::from_millis(50),
+            bounded_blocking(&places, || Ok(())),
+        )
+        .await;
+        assert!(waited.is_err());
+        release.send(()).unwrap();
+        let freed = async {
+            while places.available_permits() == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), freed)
+            .await
+            .expect("the place is given back once the inference ends");
+        bounded_blocking(&places, || Ok(())).await.unwrap();
+    }
 }
