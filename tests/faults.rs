@@ -354,7 +354,7 @@ async fn a_product_that_leaves_the_filters_while_a_search_runs_is_not_served() {
     let mut owner = db.owner().await;
     // Everything under 1,000.00 qualifies at first.
     const MAX: i64 = 100_000;
-    let body = json!({"query": "espresso machine", "rerank": false,
+    let body = json!({"query": "espresso machine", "rerank": false, "include_diagnostics": true,
                       "filters": {"max_price_cents": MAX}});
     let searched = || async {
         let (status, v) = search_with(&ctx, &body).await;
@@ -411,6 +411,22 @@ async fn a_product_that_leaves_the_filters_while_a_search_runs_is_not_served() {
         .unwrap()
         .get(0);
     assert_eq!(pooled, 0);
+    // The answer says a member was dropped, and the pool's ranks run 1..its
+    // size without the gap it left.
+    let warnings = second["diagnostics"]["warnings"].to_string();
+    assert!(warnings.contains("1 pool member was dropped"), "{warnings}");
+    let ranks: Vec<i32> = owner
+        .query(
+            "SELECT pre_rerank_rank FROM receipts.search_candidates
+              WHERE search_event_id = $1 ORDER BY pre_rerank_rank",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ranks, (1..=ranks.len() as i32).collect::<Vec<_>>());
     // The others keep their order.
     let before = ids(&first);
     assert_eq!(served[..before.len() - 1], before[1..]);

@@ -4289,13 +4289,18 @@ async fn a_stated_bound_holds_when_the_reranker_fails_and_one_no_product_keeps_c
     let kept = served.iter().filter(|&&p| p <= 3000).count();
     assert!(kept > 0 && kept < served.len(), "{served:?}");
     assert!(served[..kept].iter().all(|&p| p <= 3000), "{served:?}");
-    // The bound reordered the fused order.
+    // The bound reordered the fused order, and the warnings say so.
     let pre: Vec<i32> = r
         .results
         .iter()
         .map(|x| x.signals.pre_rerank_rank)
         .collect();
     assert!(pre.windows(2).any(|w| w[0] > w[1]), "{pre:?}");
+    let warnings = &r.diagnostics.as_ref().unwrap().warnings;
+    assert!(
+        warnings.iter().any(|w| w.contains("stated bounds then ordered")),
+        "{warnings:?}"
+    );
     // Under $1 no kettle is: the fused order stands.
     let r = run(
         &failing,
@@ -4313,4 +4318,9 @@ async fn a_stated_bound_holds_when_the_reranker_fails_and_one_no_product_keeps_c
         .map(|x| x.signals.pre_rerank_rank)
         .collect();
     assert!(pre.windows(2).all(|w| w[0] < w[1]), "{pre:?}");
+    let warnings = &r.diagnostics.as_ref().unwrap().warnings;
+    assert!(
+        !warnings.iter().any(|w| w.contains("stated bounds")),
+        "{warnings:?}"
+    );
 }

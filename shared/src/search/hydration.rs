@@ -138,6 +138,9 @@ pub(super) fn reads_catalog(ctx: &Ctx, rerank_query: Option<&str>, members: &[Me
 /// What [`hydrate`] gives back, with how long it took.
 pub(super) struct HydrateOutcome {
     pub(super) hydrated: Hydrated,
+    /// Members dropped: their product was deleted, or left the filters,
+    /// after the arms read it.
+    pub(super) dropped: usize,
     pub(super) ms: f64,
 }
 
@@ -180,7 +183,14 @@ pub(super) async fn hydrate(
         .filter(|r| r.get::<_, bool>("eligible"))
         .map(|r| (r.get(0), ProductRow::from_row(r)))
         .collect();
+    let read = members.len();
     members.retain(|m| products.contains_key(&m.product_id));
+    let dropped = read - members.len();
+    // The pool's ranks stay 1..its size, in the fused order.
+    for (i, m) in members.iter_mut().enumerate() {
+        m.pre_rerank_rank = i as i32 + 1;
+        m.final_rank = m.pre_rerank_rank;
+    }
     for m in &mut members {
         let p = &products[&m.product_id];
         m.source_uri = p.source_uri.clone();
@@ -192,6 +202,7 @@ pub(super) async fn hydrate(
             products,
             lexeme_rows,
         },
+        dropped,
         ms: arms::ms_since(t),
     })
 }

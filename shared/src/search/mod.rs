@@ -299,6 +299,17 @@ async fn pipeline(
         async { lanes::finish(found.spare).await.map_err(Error::from) },
     )?;
     trace.timings.insert("hydrate", pool.ms);
+    if pool.dropped > 0 {
+        trace.warnings.push(match pool.dropped {
+            1 => "1 pool member was dropped: its product left the catalog or the filters while \
+                  the search ran"
+                .to_string(),
+            n => format!(
+                "{n} pool members were dropped: their products left the catalog or the filters \
+                 while the search ran"
+            ),
+        });
+    }
     // The connection goes back to the pool while the reranker runs; the
     // receipt takes one again.
     conn.settle();
@@ -483,7 +494,22 @@ async fn rerank_stage(
         ctx.profile.rerank_stated_bounds,
     ) {
         u.bounds = bounds::stated(q);
+        let before: Vec<i32> = pool.members.iter().map(|m| m.pre_rerank_rank).collect();
         keep_bounds(q, &mut u.bounds, &mut pool.members, &pool.products);
+        // After a fallback the warning said the fused order was kept; say
+        // so when the bounds then moved it.
+        let moved = pool
+            .members
+            .iter()
+            .map(|m| m.pre_rerank_rank)
+            .ne(before.iter().copied());
+        if status == RerankStatus::FallbackFused && moved {
+            trace.warnings.push(
+                "the query's stated bounds then ordered the fused pool: the members that keep \
+                 them come first"
+                    .into(),
+            );
+        }
     }
     trace.timings.insert("rerank", arms::ms_since(t));
     status
