@@ -4298,7 +4298,9 @@ async fn a_stated_bound_holds_when_the_reranker_fails_and_one_no_product_keeps_c
     assert!(pre.windows(2).any(|w| w[0] > w[1]), "{pre:?}");
     let warnings = &r.diagnostics.as_ref().unwrap().warnings;
     assert!(
-        warnings.iter().any(|w| w.contains("stated bounds then ordered")),
+        warnings
+            .iter()
+            .any(|w| w.contains("stated bounds then ordered")),
         "{warnings:?}"
     );
     // Under $1 no kettle is: the fused order stands.
