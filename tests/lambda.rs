@@ -2240,6 +2240,73 @@ async fn explain_with_proof_secret(
 }
 
 #[tokio::test]
+async fn the_catch_all_route_serves_the_liveness_check_and_no_operation() {
+    let db = TestDb::with_sample("lambda_catch_all").await;
+    let mut f = Function::start("explain-retrieval", &db.runtime_url(), &[]).await;
+    let event = parse(&event_text("explain-retrieval", "apigw.json"));
+    // `routeKey` `$default`: the request matched no operation's route.
+    let catch_all = |method: &str, path: &str, authorizer: bool| {
+        let mut e = event.clone();
+        e["routeKey"] = json!("$default");
+        e["requestContext"]["routeKey"] = json!("$default");
+        e["rawPath"] = json!(path);
+        e["requestContext"]["http"]["path"] = json!(path);
+        e["requestContext"]["http"]["method"] = json!(method);
+        if !authorizer {
+            e["requestContext"]
+                .as_object_mut()
+                .unwrap()
+                .remove("authorizer");
+        }
+        e
+    };
+    let (status, v) = f.apigw(&catch_all("GET", "/healthz", false)).await;
+    assert_eq!((status, &v), (200, &json!({"status": "ok"})), "{v}");
+    // An operation's path through it is not_found, with or without a
+    // principal: this route has no authorizer, so what it carries is not
+    // vouched for.
+    for (method, path) in [
+        (
+            "GET",
+            "/api/retrieval/events/00000000-0000-4000-8000-000000000000",
+        ),
+        ("POST", "/api/search"),
+        (
+            "GET",
+            "/x/api/retrieval/events/00000000-0000-4000-8000-000000000000",
+        ),
+        ("DELETE", "/nothing/here"),
+    ] {
+        for authorizer in [false, true] {
+            let (status, v) = f.apigw(&catch_all(method, path, authorizer)).await;
+            assert_eq!(
+                (status, &v),
+                (404, &generic_refusal()),
+                "{method} {path}: {v}"
+            );
+        }
+    }
+    // Through its own route the function serves only its own operation:
+    // another operation's path pointed at it is not_found, not served.
+    let mut wrong = event.clone();
+    wrong["rawPath"] = json!("/api/search");
+    wrong["requestContext"]["http"]["path"] = json!("/api/search");
+    wrong["requestContext"]["http"]["method"] = json!("POST");
+    wrong["body"] = json!(r#"{"query": "kettle"}"#);
+    let (status, v) = f.apigw(&wrong).await;
+    assert_eq!((status, &v), (404, &generic_refusal()), "{v}");
+    let searches: i64 = db
+        .owner()
+        .await
+        .query_one("SELECT count(*) FROM receipts.search_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(searches, 0, "no search ran");
+    f.assert_alive();
+}
+
+#[tokio::test]
 async fn a_secrets_manager_outage_at_start_up_leaves_the_http_routes_serving() {
     // Secrets Manager answers 503 for the proof key, then answers it too
     // slowly, then well; the database secret is served all along.

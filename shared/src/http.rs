@@ -194,6 +194,25 @@ fn match_path(path: &str) -> Result<Route, Error> {
     }
 }
 
+/// Whether a deployed function of `op` answers `path` behind its API
+/// Gateway routes: its own operation's route, the contract's routes (the
+/// search function's), the liveness check, or a path that names nothing
+/// (the router's own `not_found`). Another operation's route is refused, so
+/// a route pointed at the wrong function reaches nothing.
+pub fn served_by(path: &str, op: Operation) -> bool {
+    match match_path(path) {
+        Ok(Route::Operation(o, _)) => o == op,
+        Ok(Route::Tools | Route::OpenApi) => op == Operation::SearchProducts,
+        Ok(Route::Health) | Err(_) => true,
+    }
+}
+
+/// Whether `path` is the liveness check (`/healthz`, behind at most one
+/// stage segment).
+pub fn is_health(path: &str) -> bool {
+    matches!(match_path(path), Ok(Route::Health))
+}
+
 /// The method a route answers: an operation's is the contract's.
 fn method(route: &Route) -> &'static str {
     match route {

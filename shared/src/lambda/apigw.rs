@@ -39,9 +39,22 @@ impl Handler {
                 ))
             }
         };
-        let principal = match self.api_gateway_principal(event) {
-            Ok(p) => p,
-            Err(e) => return HttpResponse::error(&e),
+        // The stage's catch-all route (`$default`, no authorizer) reaches
+        // the liveness check and nothing else: any other request there is
+        // the standard not_found, in the contract's envelope. Through an
+        // operation's route, only that operation is served.
+        let catch_all =
+            text("/routeKey").or_else(|| text("/requestContext/routeKey")) == Some("$default");
+        if (catch_all && !router::is_health(path)) || !router::served_by(path, self.op) {
+            return HttpResponse::error(&Error::NotFound);
+        }
+        let principal = match catch_all {
+            // The liveness check reads no principal.
+            true => Principal("-".into()),
+            false => match self.api_gateway_principal(event) {
+                Ok(p) => p,
+                Err(e) => return HttpResponse::error(&e),
+            },
         };
         let req = HttpRequest {
             method,
