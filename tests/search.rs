@@ -361,6 +361,65 @@ async fn identifier(db: &TestDb, id: &str) -> (String, String) {
 }
 
 #[tokio::test]
+async fn the_receipt_names_the_models_whose_output_the_search_used() {
+    let db = TestDb::with_sample("models_used").await;
+    let reranked =
+        ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Reverse));
+    let failing = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Failing));
+    let models = |r: &SearchResponse| r.diagnostics.as_ref().unwrap().models.clone();
+    let hashing = {
+        use mosaic::embed::Embedder;
+        mosaic::embed::HashingEmbedder::new(384)
+            .model_id()
+            .to_string()
+    };
+    for (c, body, embedding, reranker) in [
+        (
+            &reranked,
+            json!({"query": "espresso machine"}),
+            json!(hashing),
+            json!("test/reverse"),
+        ),
+        (
+            &reranked,
+            json!({"query": "espresso machine", "rerank": false}),
+            json!(hashing),
+            Value::Null,
+        ),
+        (
+            &reranked,
+            json!({"filters": {"domain": "home_kitchen"}}),
+            Value::Null,
+            Value::Null,
+        ),
+        (
+            &failing,
+            json!({"query": "espresso machine"}),
+            json!(hashing),
+            Value::Null,
+        ),
+    ] {
+        let mut body = body;
+        body["include_diagnostics"] = json!(true);
+        let r = run(c, body.clone()).await.unwrap();
+        let expected = json!({"embedding": embedding, "reranker": reranker});
+        assert_eq!(models(&r), expected, "{body}");
+        // The receipt records the same.
+        let recorded: Value = db
+            .owner()
+            .await
+            .query_one(
+                "SELECT models FROM receipts.search_events WHERE search_event_id = $1",
+                &[&r.search_event_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(recorded, expected, "{body}");
+    }
+}
+
+#[tokio::test]
 async fn exact_sku_and_model_stay_first_whatever_the_reranker_says() {
     let db = TestDb::with_sample("exact").await;
     let c = ctx(&db, RetrievalProfile::default()).with_reranker(Arc::new(rerankers::Reverse));

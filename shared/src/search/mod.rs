@@ -646,11 +646,22 @@ fn grant(members: &mut [Member], req: &SearchRequest) {
     }
 }
 
-/// The models the search used, as recorded and reported.
-fn models(ctx: &Ctx) -> Value {
+/// The models whose output the search used, as recorded and reported: the
+/// embedding model when the semantic arm ran on a query vector, the
+/// reranker when its scores ordered the pool; `null` for a stage that did
+/// not use one (a filters-only search, `rerank: false`, an embedding or a
+/// rerank that failed, which the warnings name).
+fn models(ctx: &Ctx, arms: &ArmResults, rerank_status: RerankStatus) -> Value {
+    let embedded = arms
+        .get(Arm::Semantic)
+        .is_some_and(|a| a.verdict != arms::Verdict::Skipped);
     json!({
-        "embedding": ctx.embedder.as_ref().map(|e| e.model_id().to_string()),
-        "reranker": ctx.reranker.as_ref().map(|r| r.model_id().to_string()),
+        "embedding": ctx.embedder.as_ref().filter(|_| embedded).map(|e| e.model_id().to_string()),
+        "reranker": ctx
+            .reranker
+            .as_ref()
+            .filter(|_| rerank_status == RerankStatus::Reranked)
+            .map(|r| r.model_id().to_string()),
     })
 }
 
@@ -682,7 +693,7 @@ async fn persist(
         semantic_route: semantic.and_then(|a| a.mode).map(|m| m.to_string()),
         eligible_estimate: semantic.and_then(|a| a.eligible_estimate),
         rerank_status,
-        models: &models(ctx),
+        models: &models(ctx, arms, rerank_status),
         arms: serde_json::to_value(arms).map_err(|e| Error::Internal(e.to_string()))?,
         timings: &trace.timings,
         warnings: &trace.warnings,
@@ -731,6 +742,7 @@ fn respond(
         .map(|m| SearchResult::of(m, &pool.products[&m.product_id], strategy))
         .collect();
     let diagnostics = req.include_diagnostics.then(|| {
+        let models = models(ctx, &arms, rerank_status);
         let semantic = arms.get(Arm::Semantic);
         Diagnostics {
             strategy,
@@ -739,7 +751,7 @@ fn respond(
             arms,
             pool_size: pool.members.len(),
             rerank_status,
-            models: models(ctx),
+            models,
             timings_ms: trace.timings,
             warnings: trace.warnings,
             query_understanding: trace.understanding,
