@@ -741,6 +741,18 @@ fn respond(
         .filter(|m| m.served_rank.is_some())
         .map(|m| SearchResult::of(m, &pool.products[&m.product_id], strategy))
         .collect();
+    let corrected_query = trace
+        .understanding
+        .as_ref()
+        .and_then(|u| u.corrected_query.clone());
+    let excluded_words = req
+        .normalized_query
+        .as_deref()
+        .map(|q| arms::lexical_terms(q).negated)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|w| w.trim_start_matches('-').to_string())
+        .collect();
     let diagnostics = req.include_diagnostics.then(|| {
         let models = models(ctx, &arms, rerank_status);
         let semantic = arms.get(Arm::Semantic);
@@ -761,7 +773,9 @@ fn respond(
         search_event_id: id,
         strategy,
         normalized_query: req.normalized_query,
+        corrected_query,
         applied_filters: req.filters,
+        excluded_words,
         limit: req.limit,
         authorized_limit: req.authorized_limit,
         results,

@@ -180,7 +180,17 @@ pub struct SearchResponse {
     pub search_event_id: Uuid,
     pub strategy: Strategy,
     pub normalized_query: Option<String>,
+    /// The query as the lexical and trigram arms matched it, when words
+    /// were corrected against the catalog's vocabulary; absent otherwise.
+    /// The semantic arm embeds `normalized_query`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected_query: Option<String>,
     pub applied_filters: Filters,
+    /// The words the query excluded (`-word`): every product whose text
+    /// holds one was ineligible in every arm, a hard filter beside
+    /// `applied_filters`; absent when the query excluded none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded_words: Vec<String>,
     pub limit: i64,
     pub authorized_limit: i64,
     pub results: Vec<SearchResult>,
