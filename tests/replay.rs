@@ -358,6 +358,37 @@ async fn a_sample_of_unchanged_searches_summarises_as_unchanged() {
         searched(&c, &alice(), json!({"query": q})).await;
     }
     searched(&c, &bob(), json!({"query": "rain jacket", "limit": 3})).await;
+    // An evaluation variant's search records its variant and is not
+    // sampled: replaying it through the serving pipeline would report
+    // moves that no served search made.
+    let lexical_only = mosaic::search::Variant {
+        arms: [true, false, false],
+        weights: None,
+        rerank: false,
+    };
+    let req = mosaic::search::SearchRequest::from_json(
+        &json!({"query": "rain jacket"}),
+        mosaic::search::Shape::Nested,
+        &c.profile,
+    )
+    .unwrap();
+    let eval = mosaic::search::search_variant(&c, &alice(), req, &lexical_only)
+        .await
+        .unwrap();
+    let profile: Value = db
+        .owner()
+        .await
+        .query_one(
+            "SELECT profile FROM receipts.search_events WHERE search_event_id = $1",
+            &[&eval.search_event_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        profile["evaluation_variant"]["arms"],
+        json!({"lexical": true, "trigram": false, "semantic": false})
+    );
     let s = replay_sample(&c, 10, since, ProfileChoice::Recorded)
         .await
         .unwrap();

@@ -30,9 +30,11 @@ const POOL_SQL: &str = include_str!("sql/read_pool.sql");
 const PRINCIPAL_SQL: &str = "SELECT principal FROM receipts.search_events \
      WHERE search_event_id = $1 AND authorized_limit IS NOT NULL LIMIT 1";
 
-/// A random sample of the searches since $1 ($2 at most), replays left out.
+/// A random sample of the searches since $1 ($2 at most), replays and
+/// evaluation variants' searches left out.
 const SAMPLE_SQL: &str = "SELECT search_event_id FROM receipts.search_events \
      WHERE created_at >= $1 AND authorized_limit IS NOT NULL AND replays_event_id IS NULL \
+       AND NOT profile ? 'evaluation_variant' \
      ORDER BY random() LIMIT $2";
 
 /// What one event's receipt holds, counted: served count and pool size as

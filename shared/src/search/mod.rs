@@ -332,6 +332,7 @@ async fn pipeline(
         status,
         &pool.hydrated.members,
         replay,
+        variant,
         started,
         &mut trace,
     )
@@ -665,6 +666,26 @@ fn models(ctx: &Ctx, arms: &ArmResults, rerank_status: RerankStatus) -> Value {
     })
 }
 
+/// The profile snapshot a receipt records; an evaluation variant's search
+/// (`mosaic eval`) also records the variant under `evaluation_variant`, so
+/// that its receipt cannot pass for a serving search's (replay samples
+/// leave it out).
+fn profile_of(ctx: &Ctx, variant: &Variant) -> Value {
+    let mut profile = ctx.profile.snapshot();
+    if *variant != Variant::SERVING {
+        profile["evaluation_variant"] = json!({
+            "arms": {
+                "lexical": variant.arms[0],
+                "trigram": variant.arms[1],
+                "semantic": variant.arms[2],
+            },
+            "weights": variant.weights,
+            "rerank": variant.rerank,
+        });
+    }
+    profile
+}
+
 /// Stage 8: the event and every pool member, in one transaction, before the
 /// answer leaves; if the write fails nothing is served.
 #[allow(clippy::too_many_arguments)]
@@ -677,6 +698,7 @@ async fn persist(
     rerank_status: RerankStatus,
     members: &[Member],
     replay: Option<&ReplayOf>,
+    variant: &Variant,
     started: Instant,
     trace: &mut Trace,
 ) -> Result<Uuid, Error> {
@@ -697,7 +719,7 @@ async fn persist(
         arms: serde_json::to_value(arms).map_err(|e| Error::Internal(e.to_string()))?,
         timings: &trace.timings,
         warnings: &trace.warnings,
-        profile: ctx.profile.snapshot(),
+        profile: profile_of(ctx, variant),
         served_count,
         replay,
         understanding: trace.understanding.as_ref(),
