@@ -745,6 +745,33 @@ async fn a_connection_that_trickles_its_headers_is_closed() {
 }
 
 #[tokio::test]
+async fn a_client_that_stops_reading_cannot_hold_the_shutdown() {
+    let server = server_without_database(Connections {
+        shutdown_grace: std::time::Duration::from_millis(500),
+        ..Connections::DEFAULT
+    })
+    .await;
+    // Requests sent back to back and their answers never read: once the
+    // socket buffers are full the server's writes wait for ever.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("buffer");
+    let mut s = socket.connect(server.addr).await.expect("connect");
+    let request = format!(
+        "GET /api/openapi.json HTTP/1.1\r\nhost: {}\r\n\r\n",
+        server.addr
+    );
+    for _ in 0..400 {
+        if s.write_all(request.as_bytes()).await.is_err() {
+            break;
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The shutdown returns after its grace (the helper allows 10 s).
+    server.shutdown().await;
+    drop(s);
+}
+
+#[tokio::test]
 async fn keep_alive_serves_requests_and_closes_when_idle() {
     let server = server_without_database(Connections {
         header_read_timeout: std::time::Duration::from_millis(500),
@@ -772,6 +799,7 @@ async fn connections_past_the_cap_wait_for_a_free_place() {
     let server = server_without_database(Connections {
         max_open: 1,
         header_read_timeout: std::time::Duration::from_secs(60),
+        ..Connections::DEFAULT
     })
     .await;
     // One connection takes the only place and sends nothing.

@@ -76,6 +76,10 @@ pub struct Connections {
     /// when it opens or its previous response went out; a keep-alive
     /// connection idle that long is closed as well.
     pub header_read_timeout: Duration,
+    /// How long a shutdown waits for the connections still open (requests
+    /// in flight, responses still being written) before it returns anyway,
+    /// so that a client that stops reading cannot hold the process.
+    pub shutdown_grace: Duration,
 }
 
 impl Connections {
@@ -86,9 +90,13 @@ impl Connections {
     /// connection, while staying at the request deadline's order (10 s by
     /// default). 256 is well above what local clients open and keeps what
     /// a client holding connections open can tie up bounded.
+    ///
+    /// A shutdown waits up to 15 s: the request deadline (10 s by default)
+    /// and time to write the last answers.
     pub const DEFAULT: Connections = Connections {
         max_open: 256,
         header_read_timeout: Duration::from_secs(10),
+        shutdown_grace: Duration::from_secs(15),
     };
 }
 
@@ -199,7 +207,15 @@ pub async fn serve_router(
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(connections.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_s = connections.shutdown_grace.as_secs_f64(),
+            "connections still open at the end of the shutdown's grace; leaving them"
+        );
+    }
     Ok(())
 }
 
