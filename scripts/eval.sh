@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make eval`: retrieval quality on both evaluation catalogs, from one build.
 #
-#  1. the generated sample catalog (database `mosaic`, as `make demo` leaves
-#     it) with its judged set eval/sample-queries.jsonl;
+#  1. the generated sample catalog, 5,000 products, in a database of its own
+#     (`mosaic_sample`: the demo's database, or a catalog a user imported,
+#     is never touched), with its judged set eval/sample-queries.jsonl;
 #  2. the foreign catalog in eval/foreign/ (written by others), imported as
 #     it is into a database of its own (`mosaic_foreign`), embedded, and
 #     evaluated with eval/foreign/queries.jsonl.
@@ -23,6 +24,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/mosaic/target}"
 MOSAIC="$CARGO_TARGET_DIR/debug/mosaic"
 OUT=.mosaic/eval
 FOREIGN_DB="${MOSAIC_FOREIGN_DB:-mosaic_foreign}"
+SAMPLE_DB="${MOSAIC_SAMPLE_DB:-mosaic_sample}"
 mkdir -p "$OUT"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
@@ -42,28 +44,35 @@ canonical_layout() {
     "CLUSTER search.product_projection USING product_projection_pkey; ANALYZE search.product_projection" >&2
 }
 
-step "sample catalog"
-MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" migrate >&2
-# The sample queries were judged on the 5,000-product sample catalog; a
-# catalog of another size (`make demo PRODUCTS=…`) holds products they never
-# judged, so it is replaced.
-sample_products="$(MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" stats --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["products"])' 2>/dev/null || echo 0)"
-if [ "$sample_products" != "5000" ]; then
-  [ "$sample_products" = "0" ] || echo "the catalog holds $sample_products products; loading the 5,000 the sample queries were judged on" >&2
-  MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" load --sample --products 5000 >&2
+# A database of the local cluster, created when missing.
+ensure_database() {
+  if [ -z "$(bash scripts/db.sh psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$1'")" ]; then
+    bash scripts/db.sh psql -d postgres -qc "CREATE DATABASE $1 OWNER mosaic_owner" >&2
+  fi
+}
+
+products_in() {
+  MOSAIC_DATABASE_URL="$1" "$MOSAIC" stats --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["products"])' 2>/dev/null || echo 0
+}
+
+step "sample catalog (database $SAMPLE_DB)"
+ensure_database "$SAMPLE_DB"
+s_owner="${owner_url%/*}/$SAMPLE_DB"
+s_runtime="${runtime_url%/*}/$SAMPLE_DB"
+MOSAIC_DATABASE_URL="$s_owner" "$MOSAIC" migrate >&2
+# The sample queries were judged on the 5,000-product sample catalog.
+if [ "$(products_in "$s_owner")" != "5000" ]; then
+  MOSAIC_DATABASE_URL="$s_owner" "$MOSAIC" load --sample --products 5000 >&2
 fi
-MOSAIC_DATABASE_URL="$owner_url" "$MOSAIC" embed >&2
-sample_db="${owner_url##*/}"
-canonical_layout "${sample_db%%\?*}"
+MOSAIC_DATABASE_URL="$s_owner" "$MOSAIC" embed >&2
+canonical_layout "$SAMPLE_DB"
 
 step "foreign catalog (database $FOREIGN_DB)"
-if [ -z "$(bash scripts/db.sh psql -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = '$FOREIGN_DB'")" ]; then
-  bash scripts/db.sh psql -d postgres -qc "CREATE DATABASE $FOREIGN_DB OWNER mosaic_owner" >&2
-fi
+ensure_database "$FOREIGN_DB"
 f_owner="${owner_url%/*}/$FOREIGN_DB"
 f_runtime="${runtime_url%/*}/$FOREIGN_DB"
 MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" migrate >&2
-if [ "$(MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" stats --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["products"])' 2>/dev/null || echo 0)" = "0" ]; then
+if [ "$(products_in "$f_owner")" = "0" ]; then
   MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" load \
     --products eval/foreign/products.jsonl.gz --evidence eval/foreign/evidence.jsonl.gz >&2
 fi
@@ -71,7 +80,7 @@ MOSAIC_DATABASE_URL="$f_owner" "$MOSAIC" embed >&2
 canonical_layout "$FOREIGN_DB"
 
 step "mosaic eval: sample catalog"
-MOSAIC_RUNTIME_DATABASE_URL="$runtime_url" "$MOSAIC" eval \
+MOSAIC_RUNTIME_DATABASE_URL="$s_runtime" "$MOSAIC" eval \
   --queries eval/sample-queries.jsonl --json "$OUT/sample.json" "$@" | tee "$OUT/sample.txt"
 step "mosaic eval: foreign catalog"
 MOSAIC_RUNTIME_DATABASE_URL="$f_runtime" "$MOSAIC" eval \

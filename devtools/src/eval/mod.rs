@@ -132,7 +132,6 @@ pub fn satisfies(row: &CatalogRow, filters: &Map<String, Value>) -> Result<bool,
     Ok(true)
 }
 
-/// Every catalog row, keyed by product id, for the filter check.
 /// How many products the queries judge relevant (grade above 0), and which
 /// of them `catalog` lacks: an evaluation against a catalog without them
 /// measures nothing.
@@ -154,6 +153,7 @@ pub fn judged_missing(
     (judged.len(), missing)
 }
 
+/// Every catalog row, keyed by product id, for the filter check.
 pub async fn load_catalog(ctx: &Ctx) -> Result<HashMap<String, CatalogRow>, Error> {
     let conn = ctx.pool.get().await?;
     let rows = conn
