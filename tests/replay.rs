@@ -389,6 +389,19 @@ async fn a_sample_of_unchanged_searches_summarises_as_unchanged() {
         profile["evaluation_variant"]["arms"],
         json!({"lexical": true, "trigram": false, "semantic": false})
     );
+    // Named by id, it is refused, not replayed.
+    let refused = replay(
+        &c,
+        Caller::Operator,
+        eval.search_event_id,
+        ProfileChoice::Recorded,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("evaluation variant"),
+        "{refused}"
+    );
     let s = replay_sample(&c, 10, since, ProfileChoice::Recorded)
         .await
         .unwrap();

@@ -124,6 +124,15 @@ async fn recorded(
     let receipt = receipt::read(&tx, event, principal.as_str())
         .await?
         .ok_or(Error::NotFound)?;
+    // An evaluation variant's search ran parts of the pipeline only; the
+    // serving pipeline would report its variant as drift.
+    if receipt.event.profile.get("evaluation_variant").is_some() {
+        return Err(Error::invalid(
+            "search_event_id",
+            "this event is an evaluation variant's search (`mosaic eval`), not a served one; \
+             replay compares served searches",
+        ));
+    }
     let profile = match choice {
         ProfileChoice::Recorded => {
             ctx.profile
