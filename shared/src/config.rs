@@ -423,9 +423,9 @@ struct VectorsAtStart {
 
 /// Vectors the start-up check of the catalog's vectors judges at most.
 const VECTOR_SAMPLE: i64 = 256;
-/// Rows whose pages the start-up check reads, about (in a catalog of
-/// 1,024-dimension vectors stored inline, some 4 MB).
-const VECTOR_SAMPLE_ROWS: i64 = 1_024;
+/// Pages the start-up check reads, about: 4 MB, some 1,000 rows of
+/// 1,024-dimension vectors stored inline and more of smaller ones.
+const VECTOR_SAMPLE_PAGES: i64 = 512;
 
 /// The catalog's vectors at start-up, on one connection; `None` when the
 /// database cannot say now (a warning): an unreachable database postpones
@@ -455,19 +455,18 @@ async fn vectors_at_start(ctx: &Ctx) -> Option<VectorsAtStart> {
     // The searches' check of a query vector needs it too.
     ctx.embedding_column.get_or_init(|| d);
     // Pages drawn at random across the table (`TABLESAMPLE SYSTEM`), about
-    // VECTOR_SAMPLE_ROWS rows whatever the catalog's size: a bounded read
-    // at every start, and a re-embedding part way through is seen as
-    // mixed wherever its rewritten rows were stored. A table the statistics
-    // have not counted yet (`reltuples` below 1) is read whole.
+    // VECTOR_SAMPLE_PAGES of them whatever the catalog's size (its size on
+    // disk, not its statistics, which a fresh load has not gathered yet): a
+    // bounded read at every start, and a re-embedding part way through is
+    // seen as mixed wherever its rewritten rows were stored.
     let models = match conn
         .query(
             "SELECT embedding_model FROM search.product_projection
                TABLESAMPLE SYSTEM ((SELECT least(100, 100 * $1::float8
-                                                 / greatest(c.reltuples, 1))
-                                      FROM pg_class c
-                                     WHERE c.oid = 'search.product_projection'::regclass))
+                   / greatest(pg_relation_size('search.product_projection')
+                              / current_setting('block_size')::float8, 1))))
               WHERE embedding IS NOT NULL LIMIT $2",
-            &[&(VECTOR_SAMPLE_ROWS as f64), &VECTOR_SAMPLE],
+            &[&(VECTOR_SAMPLE_PAGES as f64), &VECTOR_SAMPLE],
         )
         .await
     {

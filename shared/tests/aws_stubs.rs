@@ -343,7 +343,8 @@ async fn titan_v2_is_sent_a_long_text_cut_to_what_it_takes() {
     use mosaic::aws::bedrock::TITAN_V2_MAX_TOKENS;
     let stub = Stub::start(|_, _| Reply::json(json!({ "embedding": one_hot(256, 0) }))).await;
     let e = embedder(&stub, "bedrock:titan-v2:256", policy(2_000)).await;
-    // ASCII counts half a token a character; any other character a token
+    // An ASCII letter counts half a token, a digit or punctuation mark a
+    // whole one, any other character a token
     // per UTF-8 byte, so a CJK description or a run of emoji is cut far
     // sooner than English, always on a character boundary.
     let ascii = "a".repeat(2 * TITAN_V2_MAX_TOKENS + 5_000);

@@ -48,11 +48,13 @@ pub const COHERE_V3_MAX_CHARS: usize = 2_048;
 /// Estimated tokens of a text sent to Titan Text Embeddings V2, which
 /// refuses a text of more than 8,192 tokens (or 50,000 characters) rather
 /// than truncating it, so one long description would stop `mosaic embed` at
-/// its batch. The estimate ([`titan_v2_cut`]) counts an ASCII character as
-/// half a token (two characters a token, the fewest seen in product text
-/// full of codes) and any other character as one token per UTF-8 byte (the
-/// worst a byte-level tokenizer can do: CJK text and emoji can cost a token
-/// a character or more). The bound is 8,192 less 192 tokens kept for the
+/// its batch. The estimate ([`titan_v2_cut`]) counts an ASCII letter or
+/// space as half a token (two characters a token, the fewest seen in
+/// product text full of codes), an ASCII digit or punctuation mark as a
+/// whole token (a specification table, "1.2|3.4|…", can cost one each),
+/// and any other character as one token per UTF-8 byte (the worst a
+/// byte-level tokenizer can do: CJK text and emoji can cost a token a
+/// character or more). The bound is 8,192 less 192 tokens kept for the
 /// special tokens the model adds and for the estimate's own slack, and
 /// leaves an ASCII text its first 16,000 characters, within the character
 /// limit too.
@@ -462,11 +464,15 @@ pub fn check_dimension(model: &EmbeddingModel, db_dim: usize) -> Result<(), Stri
 /// tokens stay within [`TITAN_V2_MAX_TOKENS`]: an ASCII character counts
 /// half a token, any other character a token per UTF-8 byte.
 pub fn titan_v2_cut(s: &str) -> &str {
-    // Counted in half tokens, so an ASCII character is a whole unit.
+    // Counted in half tokens, so an ASCII letter is a whole unit.
     let budget = 2 * TITAN_V2_MAX_TOKENS;
     let mut used = 0;
     for (i, c) in s.char_indices() {
-        used += if c.is_ascii() { 1 } else { 2 * c.len_utf8() };
+        used += match c {
+            c if c.is_ascii_alphabetic() || c.is_ascii_whitespace() => 1,
+            c if c.is_ascii() => 2,
+            c => 2 * c.len_utf8(),
+        };
         if used > budget {
             return &s[..i];
         }
@@ -714,6 +720,11 @@ mod tests {
         let mixed = format!("{}é{}", "a".repeat(15_998), "b".repeat(10));
         assert_eq!(titan_v2_cut(&mixed), &mixed[..15_998]);
         assert_eq!(titan_v2_cut("short 商品"), "short 商品");
+        // Digits and punctuation a token each: a specification table.
+        let table = "1.2|".repeat(5_000);
+        assert_eq!(titan_v2_cut(&table).len(), 8_000);
+        let prose = "a b ".repeat(5_000);
+        assert_eq!(titan_v2_cut(&prose).len(), 16_000);
     }
 
     #[test]
