@@ -959,16 +959,23 @@ async fn vector_cleared(c: &tokio_postgres::Client, product: &str) -> bool {
     .get(0)
 }
 
-#[tokio::test]
-async fn migration_0029_clears_vectors_of_a_text_the_row_no_longer_holds() {
-    let db = TestDb::empty("stale_vectors").await;
+/// A new database, migrated, holding the first `products` of the sample
+/// catalog (seed 9), and an owner connection to it.
+async fn migrated_sample(name: &str, products: u64) -> (TestDb, tokio_postgres::Client) {
+    let db = TestDb::empty(name).await;
     let mut c = db.owner().await;
     db::migrate(&mut c, &MigrateOptions::default())
         .await
         .unwrap();
-    generator::load_sample(&mut c, Generator::new(9, 20), &mut |_, _, _| {})
+    generator::load_sample(&mut c, Generator::new(9, products), &mut |_, _, _| {})
         .await
         .unwrap();
+    (db, c)
+}
+
+#[tokio::test]
+async fn migration_0029_clears_vectors_of_a_text_the_row_no_longer_holds() {
+    let (_db, mut c) = migrated_sample("stale_vectors", 20).await;
     let e = HashingEmbedder::new(384);
     mosaic::embed_job::embed_pending(&c, &e, 64, 1, &mut |_, _, _| {})
         .await
@@ -1053,14 +1060,7 @@ impl mosaic::embed::Embedder for RenamingEmbedder {
 
 #[tokio::test]
 async fn a_text_changed_while_it_is_embedded_does_not_get_the_old_texts_vector() {
-    let db = TestDb::empty("embed_race").await;
-    let mut c = db.owner().await;
-    db::migrate(&mut c, &MigrateOptions::default())
-        .await
-        .unwrap();
-    generator::load_sample(&mut c, Generator::new(9, 20), &mut |_, _, _| {})
-        .await
-        .unwrap();
+    let (db, c) = migrated_sample("embed_race", 20).await;
     let e = RenamingEmbedder {
         inner: HashingEmbedder::new(384),
         owner: db.owner().await,
@@ -1097,14 +1097,7 @@ async fn a_text_changed_while_it_is_embedded_does_not_get_the_old_texts_vector()
 
 #[tokio::test]
 async fn a_load_waits_for_an_import_instead_of_deadlocking_with_it() {
-    let db = TestDb::empty("load_import").await;
-    let mut c = db.owner().await;
-    db::migrate(&mut c, &MigrateOptions::default())
-        .await
-        .unwrap();
-    generator::load_sample(&mut c, Generator::new(9, 20), &mut |_, _, _| {})
-        .await
-        .unwrap();
+    let (db, mut c) = migrated_sample("load_import", 20).await;
     // An import's first steps: the projection's lock, then a read of the
     // products (`import::import`).
     let importer = db.owner().await;
@@ -1154,14 +1147,7 @@ async fn a_load_waits_for_an_import_instead_of_deadlocking_with_it() {
 
 #[tokio::test]
 async fn embedding_twice_embeds_nothing_the_second_time() {
-    let db = TestDb::empty("embed").await;
-    let mut c = db.owner().await;
-    db::migrate(&mut c, &MigrateOptions::default())
-        .await
-        .unwrap();
-    generator::load_sample(&mut c, Generator::new(9, 300), &mut |_, _, _| {})
-        .await
-        .unwrap();
+    let (_db, c) = migrated_sample("embed", 300).await;
     let e = HashingEmbedder::new(384);
     let first = mosaic::embed_job::embed_pending(&c, &e, 64, 2, &mut |_, _, _| {})
         .await
