@@ -575,6 +575,28 @@ async fn a_web_page_cannot_speak_for_this_machine() {
             .await;
         r.assert_error(400, "invalid_argument", Some("content-type"));
     }
+    // A body the router refuses anyway gets the router's answer, whatever
+    // its content type: 413 past the limit, not_found on a path that names
+    // nothing.
+    let large = vec![b'x'; mosaic::http::MAX_BODY + 1];
+    let r = server
+        .send(
+            "POST",
+            "/api/search",
+            &[("content-type", "text/plain")],
+            &large,
+        )
+        .await;
+    r.assert_error(413, "payload_too_large", None);
+    let r = server
+        .send(
+            "POST",
+            "/api/nothing",
+            &[("content-type", "text/plain")],
+            body,
+        )
+        .await;
+    r.assert_error(404, "not_found", None);
     // A request without a Host names nothing this server answers to.
     for (method, path, body) in [("POST", "/api/search", body), ("GET", "/healthz", &b""[..])] {
         let mut s = TcpStream::connect(server.addr).await.expect("connect");

@@ -207,6 +207,11 @@ pub fn served_by(path: &str, op: Operation) -> bool {
     }
 }
 
+/// Whether `path` names one of the routes (whatever the method).
+pub fn names_a_route(path: &str) -> bool {
+    match_path(path).is_ok()
+}
+
 /// Whether `path` is the liveness check (`/healthz`, behind at most one
 /// stage segment).
 pub fn is_health(path: &str) -> bool {

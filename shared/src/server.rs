@@ -262,7 +262,15 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
         // its own 413; reading stops there.
         Ok(p) => match read_in_time(body, app.max_body.saturating_add(1), deadline).await {
             Err(e) => HttpResponse::error(&e),
-            Ok(bytes) if !bytes.is_empty() && !json_body(&parts.headers) => {
+            // A body the router would refuse anyway (too large, or sent to
+            // a path that names nothing) gets the router's own answer, 413
+            // or not_found, whatever its content type.
+            Ok(bytes)
+                if !bytes.is_empty()
+                    && bytes.len() <= app.max_body
+                    && http::names_a_route(path)
+                    && !json_body(&parts.headers) =>
+            {
                 HttpResponse::error(&Error::invalid(
                     "content-type",
                     "a request body must be sent as `content-type: application/json`",
