@@ -186,13 +186,13 @@ pub(super) async fn hydrate(
     let read = members.len();
     members.retain(|m| products.contains_key(&m.product_id));
     let dropped = read - members.len();
-    // The pool's ranks stay 1..its size, in the fused order.
+    // The pool is ranked here, once its members are final: 1..its size,
+    // in the order the arms' stage gave (exact matches, then the fused
+    // order; or the filters' order).
     for (i, m) in members.iter_mut().enumerate() {
+        let p = &products[&m.product_id];
         m.pre_rerank_rank = i as i32 + 1;
         m.final_rank = m.pre_rerank_rank;
-    }
-    for m in &mut members {
-        let p = &products[&m.product_id];
         m.source_uri = p.source_uri.clone();
         m.source_revision = p.revision;
     }

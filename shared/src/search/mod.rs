@@ -428,11 +428,7 @@ async fn metadata_only(
         arms::metadata_only(client, &elig, profile.pool_size as i64),
     )?;
     trace.timings.insert("metadata", arms::ms_since(t));
-    let members = ids
-        .into_iter()
-        .enumerate()
-        .map(|(i, id)| Member::filtered(id, i as i32 + 1))
-        .collect();
+    let members = ids.into_iter().map(Member::filtered).collect();
     Ok(Candidates {
         elig,
         strategy: Strategy::MetadataOnly,
@@ -443,7 +439,7 @@ async fn metadata_only(
 }
 
 /// The pool: exact identifier matches pinned in front of the fused order,
-/// at most `size` members, ranked from 1.
+/// at most `size` members (hydration ranks them).
 fn pool_of(exact_ids: &[String], fused: Vec<fusion::Fused>, size: usize) -> Vec<Member> {
     let mut members: Vec<Member> = exact_ids
         .iter()
@@ -454,10 +450,6 @@ fn pool_of(exact_ids: &[String], fused: Vec<fusion::Fused>, size: usize) -> Vec<
         .filter(|f| !exact_ids.contains(&f.product_id));
     members.extend(rest.map(Member::fused));
     members.truncate(size.max(exact_ids.len()));
-    for (i, m) in members.iter_mut().enumerate() {
-        m.pre_rerank_rank = i as i32 + 1;
-        m.final_rank = m.pre_rerank_rank;
-    }
     members
 }
 
@@ -824,13 +816,9 @@ impl Member {
         }
     }
 
-    /// A metadata-only member at `rank` of the filters' order.
-    fn filtered(product_id: String, rank: i32) -> Self {
-        Member {
-            pre_rerank_rank: rank,
-            final_rank: rank,
-            ..Member::base(product_id, "filter".into())
-        }
+    /// A metadata-only member (hydration ranks it in the filters' order).
+    fn filtered(product_id: String) -> Self {
+        Member::base(product_id, "filter".into())
     }
 
     /// An exact identifier match, with its fused signals when it was fused.
