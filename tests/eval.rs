@@ -169,9 +169,11 @@ async fn a_small_end_to_end_run_respects_filters_and_pins_identifiers() {
 
     let variants = eval::standard_variants();
     let mut calls = 0;
+    let catalog = eval::load_catalog(&ctx).await.expect("catalog");
     let report = eval::run(
         &ctx,
         &Principal("eval".into()),
+        &catalog,
         &queries,
         &variants,
         &mut |_, _, _| calls += 1,

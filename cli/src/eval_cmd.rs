@@ -127,7 +127,6 @@ pub async fn run(args: EvalArgs) -> Result<()> {
             missing[0]
         );
     }
-    drop(catalog);
     let mut variants = eval::standard_variants();
     if !args.variants.is_empty() {
         if let Some(unknown) = args
@@ -163,6 +162,7 @@ pub async fn run(args: EvalArgs) -> Result<()> {
     let report = eval::run(
         &ctx,
         &Principal(args.principal),
+        &catalog,
         &queries,
         &variants,
         &mut progress,

@@ -434,18 +434,19 @@ pub fn score(
 }
 
 /// Runs every query through every variant (variant by variant, reranking
-/// variants last) and summarises. `progress(variant, done, total)` is
+/// variants last) against `catalog` ([`load_catalog`], for the filter
+/// check) and summarises. `progress(variant, done, total)` is
 /// called after each search. A query whose search fails counts
 /// as a zero-result query with its error recorded.
 pub async fn run(
     ctx: &Ctx,
     principal: &Principal,
+    catalog: &HashMap<String, CatalogRow>,
     queries: &[EvalQuery],
     variants: &[EvalVariant],
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<EvalReport, Error> {
     let started = Instant::now();
-    let catalog = load_catalog(ctx).await?;
     let requests: Vec<Result<SearchRequest, Error>> = queries
         .iter()
         .map(|q| {
@@ -481,7 +482,7 @@ pub async fn run(
             let outcome = match result {
                 Ok(resp) => {
                     let ranked = resp.results.iter().map(|r| r.product_id.clone()).collect();
-                    let mut o = score(q, &grades[n], ranked, &catalog);
+                    let mut o = score(q, &grades[n], ranked, catalog);
                     o.strategy = resp.strategy.as_str().to_string();
                     o.rerank_status = resp
                         .diagnostics
@@ -493,7 +494,7 @@ pub async fn run(
                 }
                 Err(e) => {
                     tracing::warn!(query = %q.id, variant = v.key, error = %e, "evaluation search failed");
-                    let mut o = score(q, &grades[n], Vec::new(), &catalog);
+                    let mut o = score(q, &grades[n], Vec::new(), catalog);
                     o.error = Some(e.to_string());
                     o
                 }
