@@ -122,7 +122,7 @@ pub async fn embed_pending(
             .execute(&update, &[&ids, &vectors, &hashes, &model])
             .await?;
         done += written;
-        skipped += ids.len() as u64 - written.min(ids.len() as u64);
+        skipped += (ids.len() as u64).saturating_sub(written);
         last = ids.last().cloned().unwrap_or_default();
         progress(done, pending, started.elapsed().as_secs_f64());
     }

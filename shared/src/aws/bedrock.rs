@@ -461,8 +461,8 @@ pub fn check_dimension(model: &EmbeddingModel, db_dim: usize) -> Result<(), Stri
 }
 
 /// The longest start of `s`, cut on a character boundary, whose estimated
-/// tokens stay within [`TITAN_V2_MAX_TOKENS`]: an ASCII character counts
-/// half a token, any other character a token per UTF-8 byte.
+/// tokens stay within [`TITAN_V2_MAX_TOKENS`] (the estimate is described
+/// there).
 pub fn titan_v2_cut(s: &str) -> &str {
     // Counted in half tokens, so an ASCII letter is a whole unit.
     let budget = 2 * TITAN_V2_MAX_TOKENS;
