@@ -943,3 +943,30 @@ fn the_interceptor_is_told_what_the_gateway_checks_and_has_time_to_fetch_keys() 
         "Timeout {timeout_s} s"
     );
 }
+
+/// Only an AgentCore gateway of this account and region may take the role
+/// that invokes the interceptor and the four functions: not another
+/// account's, and not the service's other kinds of resource.
+#[test]
+fn only_this_account_s_gateways_take_the_gateway_role() {
+    let template = std::fs::read_to_string(repo_root().join("template.yaml")).unwrap();
+    let resources = yaml_block(&template, 0, "Resources");
+    let role = yaml_block(resources, 2, "GatewayRole");
+    let trust = yaml_block(role, 6, "AssumeRolePolicyDocument");
+    assert!(
+        trust.contains("Principal: {Service: bedrock-agentcore.amazonaws.com}"),
+        "{trust}"
+    );
+    let equals = yaml_block(trust, 14, "StringEquals");
+    assert_eq!(
+        yaml_value(equals, 16, "aws:SourceAccount"),
+        Some("!Ref AWS::AccountId")
+    );
+    let like = yaml_block(trust, 14, "ArnLike");
+    assert_eq!(
+        yaml_value(like, 16, "aws:SourceArn"),
+        Some(
+            "!Sub \"arn:${AWS::Partition}:bedrock-agentcore:${AWS::Region}:${AWS::AccountId}:gateway/*\""
+        )
+    );
+}
