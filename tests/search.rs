@@ -2428,6 +2428,66 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
     assert_eq!(semantic.walks_connection, None);
 }
 
+/// A catalog of more domains than `semantic_domain_walk_max_domains` walks
+/// only the whole catalog's graph; one of at most that many walks every
+/// domain's graph. The receipt's profile holds the bound the search ran
+/// with.
+#[tokio::test]
+async fn the_domain_walks_stop_at_a_catalog_of_more_domains_than_the_bound() {
+    let db = TestDb::with_sample("domain_walk_bound").await;
+    let owner = db.owner().await;
+    let domains: i64 = owner
+        .query_one(
+            "SELECT count(DISTINCT domain) FROM search.product_projection",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(domains >= 2, "{domains}");
+    let bounded = |max| {
+        ctx(
+            &db,
+            RetrievalProfile {
+                // The sample catalog is below the size the walks start at.
+                semantic_domain_walk_min_rows: 0,
+                semantic_domain_walk_max_domains: max,
+                arm_connections: 4,
+                ..Default::default()
+            },
+        )
+    };
+    let body = json!({"query": "wireless headphones", "include_diagnostics": true});
+    for (max, walks) in [(0, true), (domains, true), (domains - 1, false), (1, false)] {
+        let r = run(&bounded(max), body.clone()).await.unwrap();
+        assert!(!r.results.is_empty());
+        let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
+        let route = semantic.mode.unwrap().to_string();
+        match walks {
+            true => {
+                assert_eq!(route, "hnsw_domain_walks", "max {max}");
+                assert_eq!(semantic.domain_walks, Some(domains as usize), "max {max}");
+            }
+            false => {
+                assert_eq!(route, "hnsw", "max {max}");
+                assert_eq!(semantic.domain_walks, None, "max {max}");
+            }
+        }
+        let profile: Value = owner
+            .query_one(
+                "SELECT profile FROM receipts.search_events WHERE search_event_id = $1",
+                &[&r.search_event_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            profile["semantic_domain_walk_max_domains"], max,
+            "{profile}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_code_s_family_runs_beside_the_walk_on_a_fourth_connection() {
     let db = TestDb::with_sample("family_lane").await;

@@ -149,6 +149,12 @@ pub struct RetrievalProfile {
     /// projection) below which the domain walks are left out: one walk of
     /// a smaller catalog's graph already finds its true neighbours.
     pub semantic_domain_walk_min_rows: i64,
+    /// 0: no bound. Otherwise the domain walks run only in a catalog of at
+    /// most this many domains: each is a walk of its own graph in every
+    /// search they serve, so a catalog of more domains walks only the whole
+    /// catalog's graph (route `hnsw`) rather than paying for one walk a
+    /// domain.
+    pub semantic_domain_walk_max_domains: i64,
     /// 0: off. Otherwise, when the HNSW route's walk stops short of the
     /// limit (its scan met `hnsw_max_scan_tuples`) and more than this many
     /// rows are eligible, the graph is walked again with this scan budget
@@ -383,6 +389,11 @@ impl Default for RetrievalProfile {
             semantic_far_domain_check_rows: 10,
             semantic_far_domain_check_ef: 40,
             semantic_domain_walk_min_rows: 50_000,
+            // Twice the domains of the catalogs the walks were measured on (four): each walk costs
+            // 2.5-3 ms in psql at 100k (hashing vectors, a domain of 29,000-35,000 products), and
+            // four of them +10-13 ms on the search's p50 (above). Past it the cost of the walks
+            // grows with the catalog's taxonomy rather than with its size.
+            semantic_domain_walk_max_domains: 8,
             // A tenth of a million-product catalog. psql, 1M products (hashing vectors), the eight
             // searches of a `mosaic bench` broad run whose walk stopped short (price <= the median,
             // queries for laptops and standing desks, none of which is that cheap): the exact scan
@@ -468,7 +479,7 @@ pub fn flag(var: &str, value: Option<&str>) -> Result<bool, String> {
 /// Fields whose addition changed what a search does, with the value that
 /// does what searches did before them: a receipt recorded without the field
 /// is replayed with it.
-const BEFORE_THE_FIELD: [(&str, i64); 16] = [
+const BEFORE_THE_FIELD: [(&str, i64); 17] = [
     // Every match of a lexical step was ranked by cover density.
     ("lexical_rank_budget", 0),
     // The reranker's order stood alone.
@@ -489,6 +500,8 @@ const BEFORE_THE_FIELD: [(&str, i64); 16] = [
     ("correction_context", 0),
     // One walk of one graph.
     ("semantic_domain_walk_ef", 0),
+    // Every domain's graph was walked, however many there were.
+    ("semantic_domain_walk_max_domains", 0),
     // Domain walks ended at their first candidate list.
     ("semantic_domain_walk_tuples", 1),
     // A domain filter's graph was walked like any other.
@@ -533,7 +546,7 @@ impl RetrievalProfile {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        let checks: [(bool, &str); 47] = [
+        let checks: [(bool, &str); 48] = [
             (
                 (1..=1000).contains(&self.lexical_limit),
                 "lexical_limit must be 1..1000",
@@ -664,6 +677,10 @@ impl RetrievalProfile {
             (
                 self.semantic_domain_walk_min_rows >= 0,
                 "semantic_domain_walk_min_rows must be >= 0",
+            ),
+            (
+                self.semantic_domain_walk_max_domains >= 0,
+                "semantic_domain_walk_max_domains must be >= 0",
             ),
             (
                 self.semantic_refill_scan_tuples == 0

@@ -102,7 +102,9 @@ pub async fn semantic_on<C: GenericClient>(
     )?;
     let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
     let large = catalog_rows >= profile.semantic_domain_walk_min_rows;
-    let domains: Vec<String> = match large {
+    let max_domains = profile.semantic_domain_walk_max_domains;
+    let walkable = max_domains == 0 || domains.len() as i64 <= max_domains;
+    let domains: Vec<String> = match large && walkable {
         true => domains.iter().map(|r| r.get(0)).collect(),
         false => Vec::new(),
     };
@@ -367,8 +369,9 @@ where
 /// Every row carries its exact distance, so adding walks only ever replaces
 /// a row with a nearer one. [`semantic`] passes no domains where they
 /// cannot help: under a domain or category filter (the first walk is
-/// already confined to one domain's products) and in catalogs (the probe's
-/// estimate) smaller than `semantic_domain_walk_min_rows`.
+/// already confined to one domain's products), in catalogs (the probe's
+/// estimate) smaller than `semantic_domain_walk_min_rows`, and in catalogs
+/// of more than `semantic_domain_walk_max_domains` domains.
 ///
 /// With a `stem` (a code's letters, [`crate::search::understand::identifier_stem`]),
 /// the products whose identity text holds it, up to
