@@ -934,6 +934,328 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A CSV rating of `NaN` or `inf`, a CSV header naming a column twice and a
+/// SKU another product holds are refused with their file, line and field;
+/// nothing is written.
+#[tokio::test]
+async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_the_row() {
+    let db = TestDb::with_sample("import_refuses").await;
+    let mut c = db.owner().await;
+    let before = catalog_digest(&c).await;
+    let dir = std::env::temp_dir().join(format!("mosaic-import-refuses-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let header =
+        "product_id,sku,model,brand,title,domain,category_key,price_cents,availability,rating";
+    let row = |id: &str, rating: &str| {
+        format!("{id},CSV-{id},M-{id},Csvbrand,Csvbrand {id} Lamp,office,desk_lamps,2599,in_stock,{rating}")
+    };
+
+    // `NaN` and `inf` parse as floating-point numbers, but are no rating
+    // (JSON has none of them: they would be read as no rating at all).
+    for rating in ["NaN", "nan", "inf", "-inf", "+infinity", "Infinity"] {
+        let csv = dir.join("ratings.csv");
+        let text = format!("{header}\n{}\n{}\n", row("C1", "4.5"), row("C2", rating));
+        std::fs::write(&csv, text).unwrap();
+        let err = import::import(&mut c, Some(&csv), None, &mut |_, _, _| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err, "ratings.csv:3: field `rating`: must be a number",
+            "{rating}"
+        );
+        assert_eq!(catalog_digest(&c).await, before, "{rating}");
+    }
+
+    // A column named twice: its later cell would overwrite the earlier one.
+    let csv = dir.join("twice.csv");
+    std::fs::write(
+        &csv,
+        format!(
+            "{header},title\n{},Csvbrand C1 Desk Lamp\n",
+            row("C1", "4.5")
+        ),
+    )
+    .unwrap();
+    let err = import::import(&mut c, Some(&csv), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err, "twice.csv:1: field `title`: column `title` appears twice in the header",
+        "{err}"
+    );
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // A SKU held by a product outside the import names the row, the SKU and
+    // its holder (not the database's unique violation).
+    let held: Vec<(String, String)> = c
+        .query(
+            "SELECT product_id, sku FROM catalog.products ORDER BY product_id LIMIT 2",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let [(p1, sku1), (p2, sku2)] = [held[0].clone(), held[1].clone()];
+    let taken = write_file(
+        &dir,
+        "taken.jsonl",
+        &[
+            product_line("N1", "TB-N1", 1999.into()),
+            product_line("N2", &sku1, 2999.into()),
+        ],
+    );
+    let err = import::import(&mut c, Some(&taken), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "taken.jsonl:2: field `sku`: SKU `{sku1}` is held by product `{p1}`, which is not in \
+             this import"
+        )
+    );
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // Two products of the import swapping their SKUs: the rows are written
+    // one by one, each SKU unique at every step, so the swap cannot be
+    // written; the error says so instead of the unique violation.
+    let swap = write_file(
+        &dir,
+        "swap.jsonl",
+        &[
+            product_line(&p1, &sku2, 1999.into()),
+            product_line(&p2, &sku1, 2999.into()),
+        ],
+    );
+    let err = import::import(&mut c, Some(&swap), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "swap.jsonl:1: field `sku`: SKU `{sku2}` is held by product `{p2}`, which this \
+             import gives another SKU"
+        )) && err.contains("two imports"),
+        "{err}"
+    );
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // A SKU that the product holding it gives up in the same import, listed
+    // before the one taking it, moves.
+    let moved = write_file(
+        &dir,
+        "moved.jsonl",
+        &[
+            product_line(&p2, "TB-FREED", 2999.into()),
+            product_line(&p1, &sku2, 1999.into()),
+        ],
+    );
+    import::import(&mut c, Some(&moved), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let skus: Vec<String> = c
+        .query(
+            "SELECT sku FROM catalog.products WHERE product_id = ANY ($1) ORDER BY product_id",
+            &[&vec![p1.clone(), p2.clone()]],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(skus, [sku2.clone(), "TB-FREED".to_string()]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Distinct lowercase words, all of three letters, then of four, ...:
+/// joined in hyphenated pairs (`aaa-aab aac-aad ...`), the costliest text
+/// for a full-text document found (each pair and both its words are
+/// lexemes: over 3 bytes of document a byte), padded with spaces to exactly
+/// `bytes` bytes.
+fn costly_text(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 16);
+    let mut n = 0u64;
+    let mut word = || {
+        let (mut len, mut first) = (3u32, 0u64);
+        while n - first >= 26u64.pow(len) {
+            first += 26u64.pow(len);
+            len += 1;
+        }
+        let mut k = n - first;
+        n += 1;
+        let mut w = vec![b'a'; len as usize];
+        for at in (0..len as usize).rev() {
+            w[at] = b'a' + (k % 26) as u8;
+            k /= 26;
+        }
+        String::from_utf8(w).unwrap()
+    };
+    while text.len() < bytes {
+        let pair = format!("{}-{} ", word(), word());
+        if text.len() + pair.len() > bytes {
+            break;
+        }
+        text.push_str(&pair);
+    }
+    while text.len() < bytes {
+        text.push(' ');
+    }
+    text
+}
+
+/// A product's text is refused when its full-text document could pass
+/// PostgreSQL's limit on a tsvector (1,048,575 bytes of lexemes and
+/// positions, which the projection's refresh would fail on, naming no
+/// product): at most `import::DOCUMENT_TEXT_MAX_BYTES` bytes of the texts
+/// the document is built from, whatever field holds them. A product at the
+/// bound, of the costliest text found, imports through the real projection.
+#[tokio::test]
+async fn the_importer_refuses_a_text_past_the_full_text_limit_and_takes_one_at_it() {
+    let db = TestDb::with_sample("import_text").await;
+    let mut c = db.owner().await;
+    let before = catalog_digest(&c).await;
+    let dir = std::env::temp_dir().join(format!("mosaic-import-text-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let max = import::DOCUMENT_TEXT_MAX_BYTES;
+    let with = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&product_line("BIG", "TB-BIG", 999.into())).unwrap();
+        f(&mut v);
+        v.to_string()
+    };
+    // The bytes of the product's other texts.
+    let bare = write_file(&dir, "bare.jsonl", &[with(&|_| {})]);
+    let rest = import::document_text(&import::read_products(&bare).unwrap()[0].1).total;
+    assert!(rest > 0 && rest < 200, "{rest}");
+
+    for (field, line) in [
+        // One byte past the bound.
+        (
+            "description",
+            with(&|v| v["description"] = costly_text(max - rest + 1).into()),
+        ),
+        // A text whose document PostgreSQL refuses ("string is too long
+        // for tsvector").
+        (
+            "description",
+            with(&|v| v["description"] = costly_text(400_000).into()),
+        ),
+        (
+            "aliases",
+            with(&|v| {
+                v["aliases"] = (0..10_000)
+                    .map(|i| format!("tb kettle {i}"))
+                    .collect::<Vec<_>>()
+                    .into()
+            }),
+        ),
+        (
+            "attributes",
+            with(&|v| v["attributes"]["notes"] = costly_text(max).into()),
+        ),
+        // jsonb writes a number's exponent out: 1e300 is 301 digits.
+        (
+            "attributes",
+            with(&|v| v["attributes"]["sizes"] = vec![serde_json::json!(1e300); 500].into()),
+        ),
+    ] {
+        let path = write_file(
+            &dir,
+            "long.jsonl",
+            &[product_line("T8", "TB-8", 999.into()), line],
+        );
+        let err = import::import(&mut c, Some(&path), None, &mut |_, _, _| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("long.jsonl:2: field `{field}`: is too long"))
+                && err.contains(&format!("at most {max} bytes (144 KiB)")),
+            "{field}: {err}"
+        );
+        assert_eq!(catalog_digest(&c).await, before, "{field}");
+    }
+
+    // The bytes counted are at least those the projection reads, numbers
+    // and lists among the attributes included.
+    let varied = write_file(
+        &dir,
+        "varied.jsonl",
+        &[with(&|v| {
+            v["product_id"] = "VARIED".into();
+            v["sku"] = "TB-VARIED".into();
+            v["description"] = "Brews fast. Glass body; 1.7 l.".into();
+            v["aliases"] = serde_json::json!(["tb kettle", "glass kettle", ""]);
+            v["attributes"] = serde_json::json!({
+                "capacity_ml": 1700, "watts": 2.2e3, "tiny": 1.5e-7, "huge": 1e300,
+                "body": "glass", "colors": ["red", "matte black", 3, 2.5e10, true, false],
+                "keep_warm": true, "cordless": false, "empty": []
+            });
+        })],
+    );
+    let counted = import::document_text(&import::read_products(&varied).unwrap()[0].1).total;
+    import::import(&mut c, Some(&varied), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let read: i32 = c
+        .query_one(
+            "SELECT octet_length(concat_ws(' ', p.brand, p.model, p.sku,
+                                           array_to_string(p.aliases, ' ')))
+                    + octet_length(p.title)
+                    + octet_length(concat_ws(' ', replace(p.category_key, '_', ' '),
+                          (SELECT coalesce(string_agg(
+                                      CASE jsonb_typeof(value)
+                                          WHEN 'boolean' THEN CASE WHEN value = 'true'
+                                                                   THEN replace(key, '_', ' ') END
+                                          ELSE search.attribute_text(value) END,
+                                      ' ' ORDER BY key), '')
+                           FROM jsonb_each(p.attributes))))
+                    + octet_length(p.description)
+             FROM catalog.products p WHERE product_id = 'VARIED'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let read = read as usize;
+    assert!(
+        read > 300 && counted >= read && counted <= read + 40,
+        "{counted} {read}"
+    );
+
+    // At the bound, of the costliest text found: accepted, and its document
+    // holds every word.
+    let description = costly_text(max - rest);
+    let at = write_file(
+        &dir,
+        "at.jsonl",
+        &[with(&|v| v["description"] = description.clone().into())],
+    );
+    assert_eq!(
+        import::document_text(&import::read_products(&at).unwrap()[0].1).total,
+        max
+    );
+    import::import(&mut c, Some(&at), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    let row = c
+        .query_one(
+            "SELECT length(document), pg_column_size(document) - 8 - 4 * length(document)
+             FROM search.product_projection WHERE product_id = 'BIG'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (lexemes, bytes): (i32, i32) = (row.get(0), row.get(1));
+    assert!(lexemes > 40_000 && bytes > 450_000, "{lexemes} {bytes}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Whether `product`'s projection row holds a vector of its current text.
 async fn has_vector(c: &tokio_postgres::Client, product: &str) -> bool {
     c.query_one(

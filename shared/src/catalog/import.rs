@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::BufRead;
 use std::path::Path;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 /// A rejected import: where, which field, and why.
@@ -321,7 +322,7 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
             .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))?,
         Some(_) => return Err(ctx.err(Some("aliases"), "must be an array of strings")),
     };
-    Ok(Product {
+    let product = Product {
         sku: req_str(obj, "sku", 64, ctx)?,
         model: req_str(obj, "model", 128, ctx)?,
         brand: filter_str(obj, "brand", 128, ctx)?,
@@ -343,7 +344,148 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
         // Room for a billion changes after it (each import's change adds one).
         revision: opt_int(obj, "revision", 1, i64::from(i32::MAX / 2), ctx)?.unwrap_or(1) as i32,
         product_id,
-    })
+    };
+    check_document_text(&product, ctx)?;
+    Ok(product)
+}
+
+/// The most bytes of text a product's full-text document may be built from
+/// (`DocumentText::total`): 144 KiB, so that the document can never pass
+/// PostgreSQL's limit on a tsvector.
+///
+/// The limit (`MAXSTRPOS`, checked by `to_tsvector` and by `||`) is
+/// 1,048,575 bytes of lexemes and positions; the 4-byte entry of each
+/// lexeme is not counted. Each distinct lexeme takes its bytes, at most one
+/// byte of alignment, 2 bytes of position count and 2 per position. The
+/// positions below 16,383 belong to one lexeme each (one lexeme a token in
+/// the `english` configuration, the four parts of the document shifted
+/// apart by `||`), and a lexeme holds 16,383 (where later positions are
+/// clamped) at most once: 32,764 bytes, plus 2 a lexeme. So a lexeme of `l`
+/// bytes costs at most `l + 5` besides those 32,764 bytes. Lexemes of one or
+/// two bytes are at most 128 + 128² + 1,920 distinct strings (ASCII, or one
+/// two-byte character), at most 128,896 bytes. A longer lexeme comes from a
+/// token of `b >= 2` bytes (stemming never lengthens a word; lowercasing
+/// lengthens a character by at most one byte, and only a two-byte one, as
+/// `Ⱥ` to `ⱥ`), so `l <= 1.5 b` and `l + 5 <= 4 b`. Tokens overlap only in
+/// a hyphenated word (the whole word, then its parts, which leave out the
+/// hyphens) and a URL (the whole URL, ASCII only, then its host and path):
+/// a hyphenated word of `b` bytes and its parts cost at most
+/// `1.5 b + 5 + 4 (b - 1) <= 6 b`, a URL and its host and path at most
+/// `2 b + 15 <= 6 b`. So `n` bytes of text make a document of at most
+/// `6 n + 32,764 + 128,896` bytes: 1,046,396 at this bound. (The costliest
+/// texts found, hyphenated pairs of distinct short words, make 3.1-3.4 bytes
+/// of document a byte: 461,696 bytes at this bound.)
+pub const DOCUMENT_TEXT_MAX_BYTES: usize = 147_456;
+
+/// The bytes of text the projection builds a product's full-text document
+/// from (`search.refresh_projection`, migration 0028): its brand, model,
+/// SKU and aliases; its title; its category and attribute values; its
+/// description; each counted with a separator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentText {
+    pub description: usize,
+    pub aliases: usize,
+    pub attributes: usize,
+    /// Everything: the three above, the title, brand, model, SKU and
+    /// category, and the separators.
+    pub total: usize,
+}
+
+/// How many bytes of text PostgreSQL reads a JSON number's text as (at
+/// most): `jsonb` keeps it as a `numeric`, which writes out its exponent
+/// (`1e300` reads as 301 digits).
+fn number_text_bytes(n: &serde_json::Number) -> usize {
+    let s = n.to_string();
+    match s.find(['e', 'E']) {
+        None => s.len(),
+        Some(at) => {
+            let exponent = s[at + 1..]
+                .trim_start_matches('+')
+                .parse::<i64>()
+                .map_or(usize::MAX, |e| {
+                    usize::try_from(e.unsigned_abs()).unwrap_or(usize::MAX)
+                });
+            s.len().saturating_add(exponent).saturating_add(2)
+        }
+    }
+}
+
+/// An attribute value's text in the document (`search.attribute_text`; a
+/// true flag reads as its name, a false one not at all).
+fn attribute_text_bytes(key: &str, value: &Value) -> usize {
+    match value {
+        Value::Bool(true) => key.len(),
+        Value::Bool(false) | Value::Null => 0,
+        Value::String(s) => s.len(),
+        Value::Number(n) => number_text_bytes(n),
+        // A list's items joined with ", " ("true"/"false" for flags).
+        Value::Array(items) => items.iter().fold(0usize, |sum, item| {
+            let text = match item {
+                Value::Bool(_) => 5,
+                Value::Array(_) => 0,
+                other => attribute_text_bytes(key, other),
+            };
+            sum.saturating_add(text).saturating_add(2)
+        }),
+        Value::Object(_) => value.to_string().len(),
+    }
+}
+
+/// The bytes of text a product's full-text document is built from.
+pub fn document_text(p: &Product) -> DocumentText {
+    let aliases = p
+        .aliases
+        .iter()
+        .fold(0usize, |sum, a| sum.saturating_add(a.len() + 1));
+    let attributes = p.attributes.iter().fold(0usize, |sum, (k, v)| {
+        sum.saturating_add(attribute_text_bytes(k, v))
+            .saturating_add(1)
+    });
+    let description = p.description.len();
+    // Three spaces join brand, model, SKU and the aliases; one joins the
+    // category and the attribute values.
+    let fixed =
+        p.brand.len() + p.model.len() + p.sku.len() + p.title.len() + p.category_key.len() + 4;
+    DocumentText {
+        description,
+        aliases,
+        attributes,
+        total: fixed
+            .saturating_add(description)
+            .saturating_add(aliases)
+            .saturating_add(attributes),
+    }
+}
+
+/// Refuses a product whose text could make a full-text document past
+/// PostgreSQL's limit (`DOCUMENT_TEXT_MAX_BYTES`), naming the field that
+/// holds most of it (the others are bounded by their own checks).
+fn check_document_text(p: &Product, ctx: &RowCtx) -> Result<(), ImportError> {
+    let text = document_text(p);
+    if text.total <= DOCUMENT_TEXT_MAX_BYTES {
+        return Ok(());
+    }
+    let field = [
+        ("description", text.description),
+        ("aliases", text.aliases),
+        ("attributes", text.attributes),
+    ]
+    .into_iter()
+    .fold(
+        ("description", 0),
+        |best, f| if f.1 > best.1 { f } else { best },
+    )
+    .0;
+    Err(ctx.err(
+        Some(field),
+        format!(
+            "is too long: the product's searchable text (its description, title, brand, \
+             model, SKU, category, aliases and attribute values) is {} bytes, and at most \
+             {DOCUMENT_TEXT_MAX_BYTES} bytes (144 KiB) are accepted, so that its full-text \
+             document stays within PostgreSQL's 1 MB limit",
+            text.total
+        ),
+    ))
 }
 
 fn evidence_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Evidence, ImportError> {
@@ -448,6 +590,17 @@ pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
             message: e.to_string(),
         })?
         .clone();
+    // The reader keeps one value a column name: a repeated column's later
+    // cell would overwrite the earlier one unseen.
+    let mut columns = HashSet::new();
+    if let Some(name) = headers.iter().find(|name| !columns.insert(*name)) {
+        return Err(ImportError {
+            file,
+            line: Some(1),
+            field: Some(name.to_string()),
+            message: format!("column `{name}` appears twice in the header"),
+        });
+    }
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| ImportError {
@@ -470,10 +623,14 @@ pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
                     .parse::<i64>()
                     .map(Value::from)
                     .map_err(|_| ctx.err(Some(name), "must be a whole number"))?,
+                // `NaN` and `inf` parse, but are no rating (and would
+                // read as none: JSON has no such number).
                 "rating" => cell
                     .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
                     .map(Value::from)
-                    .map_err(|_| ctx.err(Some(name), "must be a number"))?,
+                    .ok_or_else(|| ctx.err(Some(name), "must be a number"))?,
                 "attributes" => serde_json::from_str(cell)
                     .map_err(|_| ctx.err(Some(name), "must be a JSON object"))?,
                 "aliases" => Value::from(cell.split('|').map(str::trim).collect::<Vec<_>>()),
@@ -509,6 +666,72 @@ fn duplicates<T>(
         }
     }
     Ok(())
+}
+
+/// The unique constraint on `catalog.products.sku` (migration 0002).
+const SKU_CONSTRAINT: &str = "products_sku_key";
+
+/// A staged product wanting a SKU another product holds.
+struct SkuConflict {
+    line: u64,
+    sku: String,
+    holder: String,
+}
+
+enum SkuConflicts {
+    None,
+    /// Held by a product the import leaves with it: the import must fail.
+    Held(SkuConflict),
+    /// Held only by products the import gives another SKU: the upsert may
+    /// still fail, on the order its rows are written in.
+    Moved(SkuConflict),
+}
+
+/// Finds the staged products (`stage_products`) whose SKU another product
+/// of the catalog holds, and reports the first in the file, preferring one
+/// whose holder keeps its SKU (a product of the import that wants it too is
+/// a duplicate of the file, refused before). `product_ids` are the staged
+/// products in the file's order, `lines` their lines.
+async fn sku_conflicts(
+    tx: &tokio_postgres::Transaction<'_>,
+    product_ids: &[String],
+    lines: &[u64],
+) -> Result<SkuConflicts, tokio_postgres::Error> {
+    let rows = tx
+        .query_raw(
+            "SELECT s.product_id, s.sku, p.product_id, o.product_id IS NOT NULL
+             FROM stage_products s
+             JOIN catalog.products p ON p.sku = s.sku AND p.product_id <> s.product_id
+             LEFT JOIN stage_products o ON o.product_id = p.product_id AND o.sku <> p.sku",
+            std::iter::empty::<&str>(),
+        )
+        .await?;
+    futures_util::pin_mut!(rows);
+    // By product id: (SKU, holder, whether the import gives the holder
+    // another SKU). Empty unless SKUs change hands.
+    let mut wanted: HashMap<String, (String, String, bool)> = HashMap::new();
+    while let Some(row) = futures_util::TryStreamExt::try_next(&mut rows).await? {
+        wanted.insert(row.get(0), (row.get(1), row.get(2), row.get(3)));
+    }
+    if wanted.is_empty() {
+        return Ok(SkuConflicts::None);
+    }
+    let mut moved = None;
+    for (id, line) in product_ids.iter().zip(lines) {
+        let Some((sku, holder, moves)) = wanted.remove(id) else {
+            continue;
+        };
+        let conflict = SkuConflict {
+            line: *line,
+            sku,
+            holder,
+        };
+        if !moves {
+            return Ok(SkuConflicts::Held(conflict));
+        }
+        moved.get_or_insert(conflict);
+    }
+    Ok(moved.map_or(SkuConflicts::None, SkuConflicts::Moved))
 }
 
 /// Imports products and/or evidence in one transaction. Nothing is written
@@ -556,6 +779,7 @@ pub async fn import(
     let n_products = products.len() as u64;
     let n_evidence = evidence.len() as u64;
     let product_ids: Vec<String> = products.iter().map(|(_, p)| p.product_id.clone()).collect();
+    let product_lines: Vec<u64> = products.iter().map(|(line, _)| *line).collect();
     let evidence_lines: HashMap<String, u64> = evidence
         .iter()
         .rev()
@@ -577,6 +801,24 @@ pub async fn import(
         n_evidence,
     )
     .await?;
+
+    let products_file = products_path.map(file_name).unwrap_or_default();
+    let moved_sku = match sku_conflicts(&tx, &product_ids, &product_lines).await? {
+        SkuConflicts::None => None,
+        SkuConflicts::Held(c) => {
+            return Err(ImportError {
+                file: products_file,
+                line: Some(c.line),
+                field: Some("sku".into()),
+                message: format!(
+                    "SKU `{}` is held by product `{}`, which is not in this import",
+                    c.sku, c.holder
+                ),
+            }
+            .into())
+        }
+        SkuConflicts::Moved(c) => Some(c),
+    };
 
     progress("upsert", 0, n_products);
     tx.batch_execute(
@@ -600,7 +842,33 @@ pub async fn import(
                 EXCLUDED.currency, EXCLUDED.rating, EXCLUDED.review_count, EXCLUDED.availability,
                 EXCLUDED.attributes, EXCLUDED.aliases, EXCLUDED.source_uri)",
     )
-    .await?;
+    .await
+    .map_err(|e| -> anyhow::Error {
+        // The rows are written one by one, and the SKU stays unique at
+        // each: a product cannot take the SKU another product of the import
+        // gives up before that one is written (never, in a swap).
+        match (moved_sku, e.as_db_error()) {
+            (Some(c), Some(db))
+                if *db.code() == SqlState::UNIQUE_VIOLATION
+                    && db.constraint() == Some(SKU_CONSTRAINT) =>
+            {
+                ImportError {
+                    file: products_file,
+                    line: Some(c.line),
+                    field: Some("sku".into()),
+                    message: format!(
+                        "SKU `{}` is held by product `{}`, which this import gives another SKU: \
+                         an import that swaps SKUs between products (or moves one from product \
+                         to product) cannot write them, as every SKU stays unique at each step; \
+                         do it in two imports (first to SKUs no product holds), or fix the file",
+                        c.sku, c.holder
+                    ),
+                }
+                .into()
+            }
+            _ => e.into(),
+        }
+    })?;
 
     progress("upsert", n_products, n_products);
 
