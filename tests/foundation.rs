@@ -1654,3 +1654,73 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
     assert!(!over_ear.is_empty());
     assert_eq!(bluetooth.len(), expect(&none));
 }
+
+/// An import may not leave the catalog with more than `MAX_DOMAINS`
+/// domains (each its own vector graph): the first row that brings one too
+/// many is named, and nothing is written. Up to the bound it imports, and
+/// rows within the catalog's domains always do.
+#[tokio::test]
+async fn an_import_that_would_pass_the_domains_bound_is_refused() {
+    let db = TestDb::with_sample("import_domains").await;
+    let mut c = db.owner().await;
+    let held: i64 = c
+        .query_one("SELECT count(DISTINCT domain) FROM catalog.products", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let room = import::MAX_DOMAINS - held as usize;
+    let dir = std::env::temp_dir().join(format!("mosaic-import-domains-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, domains: usize| {
+        let mut text = String::from(
+            "product_id,sku,model,brand,title,domain,category_key,price_cents,availability\n",
+        );
+        // A row in a domain the catalog holds, then one a new domain.
+        text.push_str("D0,DOM-0,M-0,Dombrand,Dombrand Lamp,office,desk_lamps,2599,in_stock\n");
+        for i in 1..=domains {
+            text.push_str(&format!(
+                "D{i},DOM-{i},M-{i},Dombrand,Dombrand Lamp {i},vertical_{i:03},lamps,2599,in_stock\n"
+            ));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+
+    let before = catalog_digest(&c).await;
+    let over = file("over.csv", room + 1);
+    let err = import::import(&mut c, Some(&over), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "over.csv:3: field `domain`: the catalog would hold {} domains, at most {} are \
+             accepted (new here: `vertical_001`, `vertical_002`",
+            import::MAX_DOMAINS + 1,
+            import::MAX_DOMAINS
+        )),
+        "{err}"
+    );
+    assert!(err.contains("`category_key`"), "{err}");
+    assert_eq!(catalog_digest(&c).await, before);
+
+    // Up to the bound the import goes through, and so does a later one
+    // within the catalog's domains.
+    let at = file("at.csv", room);
+    let report = import::import(&mut c, Some(&at), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    assert_eq!(report.products, room as u64 + 1);
+    let domains: i64 = c
+        .query_one("SELECT count(DISTINCT domain) FROM catalog.products", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(domains as usize, import::MAX_DOMAINS);
+    let again = file("again.csv", room);
+    import::import(&mut c, Some(&again), None, &mut |_, _, _| {})
+        .await
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -734,6 +734,64 @@ async fn sku_conflicts(
     Ok(moved.map_or(SkuConflicts::None, SkuConflicts::Moved))
 }
 
+/// The most distinct `domain` values an import may leave the catalog with.
+/// A domain is a top-level vertical (the sample catalog has four, the
+/// foreign one three): each gets its own vector graph, which every load and
+/// import keeps and every search's planning weighs, and the semantic arm
+/// walks each graph in catalogs of up to `semantic_domain_walk_max_domains`
+/// of them. A feed that puts its categories in `domain` would make hundreds
+/// or thousands of graphs; finer groupings belong in `category_key`.
+pub const MAX_DOMAINS: usize = 64;
+
+/// Refuses an import that brings new domains to a catalog that would then
+/// hold more than [`MAX_DOMAINS`]. `file_domains` maps each of the file's
+/// domains to the first line naming it. Only new domains are refused, so a
+/// catalog already past the bound still takes imports within its domains.
+async fn check_domains(
+    tx: &tokio_postgres::Transaction<'_>,
+    file: &str,
+    file_domains: &std::collections::BTreeMap<String, u64>,
+) -> Result<(), anyhow::Error> {
+    if file_domains.is_empty() {
+        return Ok(());
+    }
+    // One index probe a domain (a loose scan of the projection's domain
+    // index), not a scan of the catalog.
+    let held: HashSet<String> = tx
+        .query(crate::search::arms::DOMAINS_SQL, &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let new: Vec<(&String, u64)> = file_domains
+        .iter()
+        .filter(|(d, _)| !held.contains(*d))
+        .map(|(d, line)| (d, *line))
+        .collect();
+    let total = held.len() + new.len();
+    if new.is_empty() || total <= MAX_DOMAINS {
+        return Ok(());
+    }
+    let line = new.iter().map(|(_, line)| *line).min();
+    let named: Vec<String> = new.iter().take(5).map(|(d, _)| format!("`{d}`")).collect();
+    let more = match new.len() > named.len() {
+        true => format!(" and {} more", new.len() - named.len()),
+        false => String::new(),
+    };
+    Err(ImportError {
+        file: file.to_string(),
+        line,
+        field: Some("domain".into()),
+        message: format!(
+            "the catalog would hold {total} domains, at most {MAX_DOMAINS} are accepted (new \
+             here: {}{more}): a domain is a top-level vertical with its own vector graph; put \
+             finer groupings in `category_key`",
+            named.join(", ")
+        ),
+    }
+    .into())
+}
+
 /// Imports products and/or evidence in one transaction. Nothing is written
 /// unless every row is valid and every evidence unit names a known product.
 pub async fn import(
@@ -780,6 +838,10 @@ pub async fn import(
     let n_evidence = evidence.len() as u64;
     let product_ids: Vec<String> = products.iter().map(|(_, p)| p.product_id.clone()).collect();
     let product_lines: Vec<u64> = products.iter().map(|(line, _)| *line).collect();
+    let mut file_domains = std::collections::BTreeMap::new();
+    for (line, p) in &products {
+        file_domains.entry(p.domain.clone()).or_insert(*line);
+    }
     let evidence_lines: HashMap<String, u64> = evidence
         .iter()
         .rev()
@@ -819,6 +881,7 @@ pub async fn import(
         }
         SkuConflicts::Moved(c) => Some(c),
     };
+    check_domains(&tx, &products_file, &file_domains).await?;
 
     progress("upsert", 0, n_products);
     tx.batch_execute(
