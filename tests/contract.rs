@@ -970,3 +970,41 @@ fn only_this_account_s_gateways_take_the_gateway_role() {
         )
     );
 }
+
+/// The principal-proof key is read only by the interceptor and the four
+/// functions, and its value is written by nobody in place.
+#[test]
+fn the_proof_key_is_read_by_its_users_only_and_replaced_by_nobody() {
+    let template = std::fs::read_to_string(repo_root().join("template.yaml")).unwrap();
+    let resources = yaml_block(&template, 0, "Resources");
+    let policy = yaml_block(resources, 2, "PrincipalProofKeyPolicy");
+    let statements: Vec<&str> = policy.split("- Sid: ").skip(1).collect();
+    assert_eq!(statements.len(), 2, "{policy}");
+    let read = statements
+        .iter()
+        .find(|s| s.starts_with("OnlyTheInterceptorAndTheFunctionsReadTheKey"))
+        .unwrap();
+    assert!(read.contains("Effect: Deny") && read.contains("Principal: \"*\""));
+    assert!(read.contains("Action: secretsmanager:GetSecretValue"));
+    for role in [
+        "IdentityInterceptorFunctionRole",
+        "SearchProductsFunctionRole",
+        "GetProductEvidenceFunctionRole",
+        "CompareProductsFunctionRole",
+        "ExplainRetrievalFunctionRole",
+    ] {
+        assert!(read.contains(&format!("- !GetAtt {role}.Arn")), "{role}");
+    }
+    let write = statements
+        .iter()
+        .find(|s| s.starts_with("NobodyReplacesTheKeyInPlace"))
+        .unwrap();
+    assert!(write.contains("Effect: Deny") && write.contains("Principal: \"*\""));
+    assert!(!write.contains("Condition"), "{write}");
+    for action in ["PutSecretValue", "UpdateSecret", "RotateSecret"] {
+        assert!(
+            write.contains(&format!("- secretsmanager:{action}\n")),
+            "{action}"
+        );
+    }
+}
