@@ -75,6 +75,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(27, "0027_receipt_grant_checks.sql"),
     migration!(28, "0028_vectors_follow_their_text.sql"),
     migration!(29, "0029_stale_vectors_cleared.sql"),
+    migration!(30, "0030_sku_passes_within_an_import.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost

@@ -15,7 +15,6 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::BufRead;
 use std::path::Path;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 /// A rejected import: where, which field, and why.
@@ -345,13 +344,16 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
         revision: opt_int(obj, "revision", 1, i64::from(i32::MAX / 2), ctx)?.unwrap_or(1) as i32,
         product_id,
     };
-    check_document_text(&product, ctx)?;
     Ok(product)
 }
 
-/// The most bytes of text a product's full-text document may be built from
-/// (`DocumentText::total`): 144 KiB, so that the document can never pass
-/// PostgreSQL's limit on a tsvector.
+/// The most bytes of text (`DocumentText::total`) whose full-text document
+/// can never pass PostgreSQL's limit on a tsvector: 144 KiB. A longer text
+/// may still fit (prose makes about 1-3 bytes of document a byte); when an
+/// import's projection refresh meets the limit, only the products past
+/// this bound are tried one by one to name the one that passes it
+/// (`import`). The bound assumes a UTF-8 database and the stock `english`
+/// configuration, whose lowercasing lengthens no one-byte character.
 ///
 /// The limit (`MAXSTRPOS`, checked by `to_tsvector` and by `||`) is
 /// 1,048,575 bytes of lexemes and positions; the 4-byte entry of each
@@ -457,15 +459,10 @@ pub fn document_text(p: &Product) -> DocumentText {
     }
 }
 
-/// Refuses a product whose text could make a full-text document past
-/// PostgreSQL's limit (`DOCUMENT_TEXT_MAX_BYTES`), naming the field that
-/// holds most of it (the others are bounded by their own checks).
-fn check_document_text(p: &Product, ctx: &RowCtx) -> Result<(), ImportError> {
-    let text = document_text(p);
-    if text.total <= DOCUMENT_TEXT_MAX_BYTES {
-        return Ok(());
-    }
-    let field = [
+/// The field that holds most of a product's searchable text, of those
+/// without a length bound of their own.
+fn largest_text_field(text: &DocumentText) -> &'static str {
+    [
         ("description", text.description),
         ("aliases", text.aliases),
         ("attributes", text.attributes),
@@ -475,17 +472,71 @@ fn check_document_text(p: &Product, ctx: &RowCtx) -> Result<(), ImportError> {
         ("description", 0),
         |best, f| if f.1 > best.1 { f } else { best },
     )
-    .0;
-    Err(ctx.err(
-        Some(field),
-        format!(
-            "is too long: the product's searchable text (its description, title, brand, \
-             model, SKU, category, aliases and attribute values) is {} bytes, and at most \
-             {DOCUMENT_TEXT_MAX_BYTES} bytes (144 KiB) are accepted, so that its full-text \
-             document stays within PostgreSQL's 1 MB limit",
-            text.total
-        ),
-    ))
+    .0
+}
+
+/// Whether `e` is PostgreSQL refusing a tsvector past its size limit
+/// ("string is too long for tsvector").
+fn tsvector_too_long(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        *db.code() == tokio_postgres::error::SqlState::PROGRAM_LIMIT_EXCEEDED
+            && db.message().contains("tsvector")
+    })
+}
+
+/// A product of an import whose text is past [`DOCUMENT_TEXT_MAX_BYTES`].
+struct LongText {
+    product_id: String,
+    line: u64,
+    field: &'static str,
+    bytes: usize,
+}
+
+/// After the projection refresh met the tsvector limit (and was rolled
+/// back): refreshes each product past [`DOCUMENT_TEXT_MAX_BYTES`] alone,
+/// longest first, each undone after, and names the first whose document
+/// PostgreSQL refuses. Only those can pass the limit.
+async fn name_the_long_text(
+    tx: &tokio_postgres::Transaction<'_>,
+    file: &str,
+    mut long: Vec<LongText>,
+) -> Result<ImportError, anyhow::Error> {
+    long.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    for p in long {
+        tx.batch_execute("SAVEPOINT one_product").await?;
+        let refused = match refresh_projection(tx, Some(std::slice::from_ref(&p.product_id))).await
+        {
+            Ok(_) => None,
+            Err(e) if tsvector_too_long(&e) => Some(e),
+            Err(e) => return Err(e.into()),
+        };
+        tx.batch_execute("ROLLBACK TO SAVEPOINT one_product")
+            .await?;
+        if let Some(e) = refused {
+            let said = e
+                .as_db_error()
+                .map_or(String::new(), |db| db.message().to_string());
+            return Ok(ImportError {
+                file: file.to_string(),
+                line: Some(p.line),
+                field: Some(p.field.into()),
+                message: format!(
+                    "is too long: the product's searchable text ({} bytes: its description, \
+                     title, brand, model, SKU, category, aliases and attribute values) makes a \
+                     full-text document past PostgreSQL's 1 MB limit ({said})",
+                    p.bytes
+                ),
+            });
+        }
+    }
+    Ok(ImportError {
+        file: file.to_string(),
+        line: None,
+        field: None,
+        message: "a product's full-text document passes PostgreSQL's 1 MB limit (\"string is \
+                  too long for tsvector\"); shorten the longest descriptions"
+            .into(),
+    })
 }
 
 fn evidence_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Evidence, ImportError> {
@@ -591,9 +642,13 @@ pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
         })?
         .clone();
     // The reader keeps one value a column name: a repeated column's later
-    // cell would overwrite the earlier one unseen.
+    // cell would overwrite the earlier one unseen. Unnamed columns (the
+    // trailing empty ones some spreadsheets write) hold nothing it reads.
     let mut columns = HashSet::new();
-    if let Some(name) = headers.iter().find(|name| !columns.insert(*name)) {
+    if let Some(name) = headers
+        .iter()
+        .find(|name| !name.is_empty() && !columns.insert(*name))
+    {
         return Err(ImportError {
             file,
             line: Some(1),
@@ -668,70 +723,50 @@ fn duplicates<T>(
     Ok(())
 }
 
-/// The unique constraint on `catalog.products.sku` (migration 0002).
-const SKU_CONSTRAINT: &str = "products_sku_key";
-
-/// A staged product wanting a SKU another product holds.
+/// A staged product wanting a SKU another product keeps.
 struct SkuConflict {
     line: u64,
     sku: String,
     holder: String,
 }
 
-enum SkuConflicts {
-    None,
-    /// Held by a product the import leaves with it: the import must fail.
-    Held(SkuConflict),
-    /// Held only by products the import gives another SKU: the upsert may
-    /// still fail, on the order its rows are written in.
-    Moved(SkuConflict),
-}
-
-/// Finds the staged products (`stage_products`) whose SKU another product
-/// of the catalog holds, and reports the first in the file, preferring one
-/// whose holder keeps its SKU (a product of the import that wants it too is
-/// a duplicate of the file, refused before). `product_ids` are the staged
-/// products in the file's order, `lines` their lines.
-async fn sku_conflicts(
+/// The first staged product (`stage_products`), in the file's order, whose
+/// SKU another product of the catalog holds and keeps: one the import
+/// leaves out, or gives that same SKU again (a product of the import that
+/// wants it too is a duplicate of the file, refused before). A SKU whose
+/// holder the import gives another one passes, whatever the rows' order:
+/// the uniqueness is checked at the end of the upsert (migration 0030).
+/// `product_ids` are the staged products in the file's order, `lines`
+/// their lines.
+async fn sku_conflict(
     tx: &tokio_postgres::Transaction<'_>,
     product_ids: &[String],
     lines: &[u64],
-) -> Result<SkuConflicts, tokio_postgres::Error> {
+) -> Result<Option<SkuConflict>, tokio_postgres::Error> {
     let rows = tx
-        .query_raw(
-            "SELECT s.product_id, s.sku, p.product_id, o.product_id IS NOT NULL
+        .query(
+            "SELECT s.product_id, s.sku, p.product_id
              FROM stage_products s
              JOIN catalog.products p ON p.sku = s.sku AND p.product_id <> s.product_id
-             LEFT JOIN stage_products o ON o.product_id = p.product_id AND o.sku <> p.sku",
-            std::iter::empty::<&str>(),
+             WHERE NOT EXISTS (SELECT 1 FROM stage_products o
+                               WHERE o.product_id = p.product_id AND o.sku <> p.sku)",
+            &[],
         )
         .await?;
-    futures_util::pin_mut!(rows);
-    // By product id: (SKU, holder, whether the import gives the holder
-    // another SKU). Empty unless SKUs change hands.
-    let mut wanted: HashMap<String, (String, String, bool)> = HashMap::new();
-    while let Some(row) = futures_util::TryStreamExt::try_next(&mut rows).await? {
-        wanted.insert(row.get(0), (row.get(1), row.get(2), row.get(3)));
+    if rows.is_empty() {
+        return Ok(None);
     }
-    if wanted.is_empty() {
-        return Ok(SkuConflicts::None);
-    }
-    let mut moved = None;
-    for (id, line) in product_ids.iter().zip(lines) {
-        let Some((sku, holder, moves)) = wanted.remove(id) else {
-            continue;
-        };
-        let conflict = SkuConflict {
+    let mut wanted: HashMap<String, (String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect();
+    Ok(product_ids.iter().zip(lines).find_map(|(id, line)| {
+        wanted.remove(id).map(|(sku, holder)| SkuConflict {
             line: *line,
             sku,
             holder,
-        };
-        if !moves {
-            return Ok(SkuConflicts::Held(conflict));
-        }
-        moved.get_or_insert(conflict);
-    }
-    Ok(moved.map_or(SkuConflicts::None, SkuConflicts::Moved))
+        })
+    }))
 }
 
 /// The most distinct `domain` values an import may leave the catalog with.
@@ -744,9 +779,11 @@ async fn sku_conflicts(
 pub const MAX_DOMAINS: usize = 64;
 
 /// Refuses an import that brings new domains to a catalog that would then
-/// hold more than [`MAX_DOMAINS`]. `file_domains` maps each of the file's
-/// domains to the first line naming it. Only new domains are refused, so a
-/// catalog already past the bound still takes imports within its domains.
+/// hold more than [`MAX_DOMAINS`]: the file's domains and those of the
+/// catalog's products the import leaves out. `file_domains` maps each of
+/// the file's domains to the first line naming it. Only new domains are
+/// refused, so a catalog already past the bound still takes imports within
+/// its domains.
 async fn check_domains(
     tx: &tokio_postgres::Transaction<'_>,
     file: &str,
@@ -763,16 +800,37 @@ async fn check_domains(
         .iter()
         .map(|r| r.get(0))
         .collect();
-    let new: Vec<(&String, u64)> = file_domains
+    let mut new: Vec<(&String, u64)> = file_domains
         .iter()
         .filter(|(d, _)| !held.contains(*d))
         .map(|(d, line)| (d, *line))
         .collect();
-    let total = held.len() + new.len();
-    if new.is_empty() || total <= MAX_DOMAINS {
+    if new.is_empty() || held.len() + new.len() <= MAX_DOMAINS {
         return Ok(());
     }
-    let line = new.iter().map(|(_, line)| *line).min();
+    // Past the bound at first sight: count again without the domains this
+    // import empties (every product of theirs moves to another domain).
+    let others: Vec<&String> = held
+        .iter()
+        .filter(|d| !file_domains.contains_key(*d))
+        .collect();
+    let kept: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM unnest($1::text[]) AS d (domain)
+             WHERE EXISTS (SELECT 1 FROM search.product_projection pp
+                           WHERE pp.domain = d.domain
+                             AND NOT EXISTS (SELECT 1 FROM stage_products s
+                                             WHERE s.product_id = pp.product_id))",
+            &[&others],
+        )
+        .await?
+        .get(0);
+    let total = kept as usize + file_domains.len();
+    if total <= MAX_DOMAINS {
+        return Ok(());
+    }
+    new.sort_by_key(|(_, line)| *line);
+    let line = new.first().map(|(_, line)| *line);
     let named: Vec<String> = new.iter().take(5).map(|(d, _)| format!("`{d}`")).collect();
     let more = match new.len() > named.len() {
         true => format!(" and {} more", new.len() - named.len()),
@@ -839,8 +897,18 @@ pub async fn import(
     let product_ids: Vec<String> = products.iter().map(|(_, p)| p.product_id.clone()).collect();
     let product_lines: Vec<u64> = products.iter().map(|(line, _)| *line).collect();
     let mut file_domains = std::collections::BTreeMap::new();
+    let mut long_texts = Vec::new();
     for (line, p) in &products {
         file_domains.entry(p.domain.clone()).or_insert(*line);
+        let text = document_text(p);
+        if text.total > DOCUMENT_TEXT_MAX_BYTES {
+            long_texts.push(LongText {
+                product_id: p.product_id.clone(),
+                line: *line,
+                field: largest_text_field(&text),
+                bytes: text.total,
+            });
+        }
     }
     let evidence_lines: HashMap<String, u64> = evidence
         .iter()
@@ -865,22 +933,19 @@ pub async fn import(
     .await?;
 
     let products_file = products_path.map(file_name).unwrap_or_default();
-    let moved_sku = match sku_conflicts(&tx, &product_ids, &product_lines).await? {
-        SkuConflicts::None => None,
-        SkuConflicts::Held(c) => {
-            return Err(ImportError {
-                file: products_file,
-                line: Some(c.line),
-                field: Some("sku".into()),
-                message: format!(
-                    "SKU `{}` is held by product `{}`, which is not in this import",
-                    c.sku, c.holder
-                ),
-            }
-            .into())
+    if let Some(c) = sku_conflict(&tx, &product_ids, &product_lines).await? {
+        return Err(ImportError {
+            file: products_file,
+            line: Some(c.line),
+            field: Some("sku".into()),
+            message: format!(
+                "SKU `{}` is held by product `{}`, which keeps it (it is not in this import, or \
+                 not given another SKU by it)",
+                c.sku, c.holder
+            ),
         }
-        SkuConflicts::Moved(c) => Some(c),
-    };
+        .into());
+    }
     check_domains(&tx, &products_file, &file_domains).await?;
 
     progress("upsert", 0, n_products);
@@ -905,33 +970,7 @@ pub async fn import(
                 EXCLUDED.currency, EXCLUDED.rating, EXCLUDED.review_count, EXCLUDED.availability,
                 EXCLUDED.attributes, EXCLUDED.aliases, EXCLUDED.source_uri)",
     )
-    .await
-    .map_err(|e| -> anyhow::Error {
-        // The rows are written one by one, and the SKU stays unique at
-        // each: a product cannot take the SKU another product of the import
-        // gives up before that one is written (never, in a swap).
-        match (moved_sku, e.as_db_error()) {
-            (Some(c), Some(db))
-                if *db.code() == SqlState::UNIQUE_VIOLATION
-                    && db.constraint() == Some(SKU_CONSTRAINT) =>
-            {
-                ImportError {
-                    file: products_file,
-                    line: Some(c.line),
-                    field: Some("sku".into()),
-                    message: format!(
-                        "SKU `{}` is held by product `{}`, which this import gives another SKU: \
-                         an import that swaps SKUs between products (or moves one from product \
-                         to product) cannot write them, as every SKU stays unique at each step; \
-                         do it in two imports (first to SKUs no product holds), or fix the file",
-                        c.sku, c.holder
-                    ),
-                }
-                .into()
-            }
-            _ => e.into(),
-        }
-    })?;
+    .await?;
 
     progress("upsert", n_products, n_products);
 
@@ -969,7 +1008,17 @@ pub async fn import(
     // The projection rows, the graphs and the statistics they feed: minutes
     // at a million products.
     progress("projection", 0, n_products);
-    let projection_rows = refresh_projection(&tx, Some(&product_ids)).await?;
+    tx.batch_execute("SAVEPOINT projection").await?;
+    let projection_rows = match refresh_projection(&tx, Some(&product_ids)).await {
+        Ok(rows) => rows,
+        Err(e) if tsvector_too_long(&e) => {
+            tx.batch_execute("ROLLBACK TO SAVEPOINT projection").await?;
+            return Err(name_the_long_text(&tx, &products_file, long_texts)
+                .await?
+                .into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     progress("projection", projection_rows, n_products);
     tx.commit().await?;
     Ok(ImportReport {
