@@ -944,11 +944,10 @@ fn the_interceptor_is_told_what_the_gateway_checks_and_has_time_to_fetch_keys() 
     );
 }
 
-/// Only an AgentCore gateway of this account and region may take the role
-/// that invokes the interceptor and the four functions: not another
-/// account's, and not the service's other kinds of resource.
+/// Only AgentCore, on behalf of a resource of this account and region, may
+/// take the role that invokes the interceptor and the four functions.
 #[test]
-fn only_this_account_s_gateways_take_the_gateway_role() {
+fn only_this_account_s_agentcore_resources_take_the_gateway_role() {
     let template = std::fs::read_to_string(repo_root().join("template.yaml")).unwrap();
     let resources = yaml_block(&template, 0, "Resources");
     let role = yaml_block(resources, 2, "GatewayRole");
@@ -965,9 +964,7 @@ fn only_this_account_s_gateways_take_the_gateway_role() {
     let like = yaml_block(trust, 14, "ArnLike");
     assert_eq!(
         yaml_value(like, 16, "aws:SourceArn"),
-        Some(
-            "!Sub \"arn:${AWS::Partition}:bedrock-agentcore:${AWS::Region}:${AWS::AccountId}:gateway/*\""
-        )
+        Some("!Sub \"arn:${AWS::Partition}:bedrock-agentcore:${AWS::Region}:${AWS::AccountId}:*\"")
     );
 }
 
