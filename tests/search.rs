@@ -2467,10 +2467,15 @@ async fn the_domain_walks_stop_at_a_catalog_of_more_domains_than_the_bound() {
             true => {
                 assert_eq!(route, "hnsw_domain_walks", "max {max}");
                 assert_eq!(semantic.domain_walks, Some(domains as usize), "max {max}");
+                assert_eq!(semantic.domains_not_walked, None, "max {max}");
             }
             false => {
                 assert_eq!(route, "hnsw", "max {max}");
                 assert_eq!(semantic.domain_walks, None, "max {max}");
+                // The answer and the receipt say why.
+                assert_eq!(semantic.domains_not_walked, Some(domains as usize));
+                let stored = stored_semantic(&owner, r.search_event_id).await;
+                assert_eq!(stored["domains_not_walked"], domains, "{stored}");
             }
         }
         let profile: Value = owner

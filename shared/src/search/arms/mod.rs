@@ -114,6 +114,11 @@ pub struct ArmResult {
     /// none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain_walks: Option<usize>,
+    /// The semantic arm: the catalog's domains, when there were more than
+    /// `semantic_domain_walk_max_domains` and it walked none of their
+    /// graphs for that reason; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domains_not_walked: Option<usize>,
     /// The lane those walks ran on: the arm's own, or a fourth lane
     /// (`arm_connections` 4); absent when it walked no domain's graph.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -339,6 +344,7 @@ impl ArmResult {
             eligible_estimate: None,
             identifier_family: None,
             domain_walks: None,
+            domains_not_walked: None,
             walks_connection: None,
             family_connection: None,
             half_connection: None,

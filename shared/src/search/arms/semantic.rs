@@ -104,6 +104,7 @@ pub async fn semantic_on<C: GenericClient>(
     let large = catalog_rows >= profile.semantic_domain_walk_min_rows;
     let max_domains = profile.semantic_domain_walk_max_domains;
     let walkable = max_domains == 0 || domains.len() as i64 <= max_domains;
+    let not_walked = (large && !walkable).then_some(domains.len());
     let domains: Vec<String> = match large && walkable {
         true => domains.iter().map(|r| r.get(0)).collect(),
         false => Vec::new(),
@@ -130,6 +131,7 @@ pub async fn semantic_on<C: GenericClient>(
     let long_walk = far && profile.semantic_far_domain_overfetch > 0;
     let exact = || exact_scan(db, elig, vector, limit, None);
     let (mut family, mut domain_walks, mut family_on_walks) = (None, None, false);
+    let mut domains_not_walked = None;
     let (cands, route, v) = if eligible <= profile.semantic_exact_threshold {
         let c = exact().await?;
         let v = verdict(c.len(), limit);
@@ -142,6 +144,7 @@ pub async fn semantic_on<C: GenericClient>(
         let stem = family_stem(written, profile);
         let walked_domains = !domains.is_empty();
         domain_walks = walked_domains.then_some(domains.len());
+        domains_not_walked = not_walked;
         let rows = match long_walk {
             true => profile.semantic_far_domain_overfetch,
             false => profile.semantic_overfetch,
@@ -185,6 +188,7 @@ pub async fn semantic_on<C: GenericClient>(
     arm.identifier_family = family;
     arm.family_on_walks = family.is_some() && family_on_walks;
     arm.domain_walks = domain_walks;
+    arm.domains_not_walked = domains_not_walked;
     arm.catalog_rows = Some(catalog_rows);
     Ok(arm)
 }
