@@ -321,7 +321,7 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
             .ok_or_else(|| ctx.err(Some("aliases"), "must be an array of strings"))?,
         Some(_) => return Err(ctx.err(Some("aliases"), "must be an array of strings")),
     };
-    let product = Product {
+    Ok(Product {
         sku: req_str(obj, "sku", 64, ctx)?,
         model: req_str(obj, "model", 128, ctx)?,
         brand: filter_str(obj, "brand", 128, ctx)?,
@@ -343,8 +343,7 @@ fn product_from(obj: &Map<String, Value>, ctx: &RowCtx) -> Result<Product, Impor
         // Room for a billion changes after it (each import's change adds one).
         revision: opt_int(obj, "revision", 1, i64::from(i32::MAX / 2), ctx)?.unwrap_or(1) as i32,
         product_id,
-    };
-    Ok(product)
+    })
 }
 
 /// The most bytes of text (`DocumentText::total`) whose full-text document
