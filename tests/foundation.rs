@@ -824,10 +824,7 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
             "refused.jsonl",
             &[product_line("T8", "TB-8", 999.into()), bad],
         );
-        let err = import::import(&mut c, Some(&path), None, &mut |_, _, _| {})
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = refused(&mut c, &path).await;
         assert!(
             err.contains("refused.jsonl:2") && err.contains(field),
             "{field}: {err}"
@@ -956,10 +953,7 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
         let csv = dir.join("ratings.csv");
         let text = format!("{header}\n{}\n{}\n", row("C1", "4.5"), row("C2", rating));
         std::fs::write(&csv, text).unwrap();
-        let err = import::import(&mut c, Some(&csv), None, &mut |_, _, _| {})
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = refused(&mut c, &csv).await;
         assert_eq!(
             err, "ratings.csv:3: field `rating`: must be a number",
             "{rating}"
@@ -977,10 +971,7 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
         ),
     )
     .unwrap();
-    let err = import::import(&mut c, Some(&csv), None, &mut |_, _, _| {})
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = refused(&mut c, &csv).await;
     assert_eq!(
         err, "twice.csv:1: field `title`: column `title` appears twice in the header",
         "{err}"
@@ -1014,10 +1005,7 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
             product_line("N2", &sku1, 2999.into()),
         ],
     );
-    let err = import::import(&mut c, Some(&taken), None, &mut |_, _, _| {})
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = refused(&mut c, &taken).await;
     assert_eq!(
         err,
         format!(
@@ -1036,10 +1024,7 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
             product_line(&p2, &sku1, 2999.into()),
         ],
     );
-    let err = import::import(&mut c, Some(&kept), None, &mut |_, _, _| {})
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = refused(&mut c, &kept).await;
     assert!(
         err.starts_with("kept.jsonl:2: field `sku`: duplicate value"),
         "{err}"
@@ -1078,6 +1063,14 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
         ["TB-FREED".to_string(), sku2.clone()]
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// What an import of `path` that must be refused says.
+async fn refused(c: &mut Client, path: &std::path::Path) -> String {
+    import::import(c, Some(path), None, &mut |_, _, _| {})
+        .await
+        .unwrap_err()
+        .to_string()
 }
 
 /// The SKUs of `ids`, in the order of their product ids.
@@ -1184,10 +1177,7 @@ async fn the_importer_names_a_product_whose_document_passes_the_full_text_limit(
             "long.jsonl",
             &[product_line("T8", "TB-8", 999.into()), line],
         );
-        let err = import::import(&mut c, Some(&path), None, &mut |_, _, _| {})
-            .await
-            .unwrap_err()
-            .to_string();
+        let err = refused(&mut c, &path).await;
         assert!(
             err.starts_with(&format!("long.jsonl:2: field `{field}`: is too long"))
                 && err.contains("string is too long for tsvector"),
@@ -1722,10 +1712,7 @@ async fn an_import_that_would_pass_the_domains_bound_is_refused() {
 
     let before = catalog_digest(&c).await;
     let over = file("over.csv", room + 1);
-    let err = import::import(&mut c, Some(&over), None, &mut |_, _, _| {})
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = refused(&mut c, &over).await;
     assert!(
         err.starts_with(&format!(
             "over.csv:3: field `domain`: the catalog would hold {} domains, at most {} are \

@@ -2390,14 +2390,7 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
         ctx(&db, profile(4)),
     );
     let owner = db.owner().await;
-    let domains: i64 = owner
-        .query_one(
-            "SELECT count(DISTINCT domain) FROM search.product_projection",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let domains = domain_count(&owner).await;
     for body in lane_bodies() {
         let runs = run_in([&one, &three, &four], &body).await;
         assert!(!runs[0].results.is_empty(), "{body}");
@@ -2428,6 +2421,18 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
     assert_eq!(semantic.walks_connection, None);
 }
 
+/// The catalog's domains.
+async fn domain_count(owner: &Client) -> i64 {
+    owner
+        .query_one(
+            "SELECT count(DISTINCT domain) FROM search.product_projection",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// A catalog of more domains than `semantic_domain_walk_max_domains` walks
 /// only the whole catalog's graph; one of at most that many walks every
 /// domain's graph. The receipt's profile holds the bound the search ran
@@ -2436,14 +2441,7 @@ async fn the_domain_walks_answer_the_same_on_a_fourth_connection() {
 async fn the_domain_walks_stop_at_a_catalog_of_more_domains_than_the_bound() {
     let db = TestDb::with_sample("domain_walk_bound").await;
     let owner = db.owner().await;
-    let domains: i64 = owner
-        .query_one(
-            "SELECT count(DISTINCT domain) FROM search.product_projection",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let domains = domain_count(&owner).await;
     assert!(domains >= 2, "{domains}");
     let bounded = |max| {
         ctx(
