@@ -932,8 +932,9 @@ async fn the_importer_is_all_or_nothing_and_names_the_bad_row() {
 }
 
 /// A CSV rating of `NaN` or `inf`, a CSV header naming a column twice and a
-/// SKU another product holds are refused with their file, line and field;
-/// nothing is written.
+/// SKU another product keeps are refused with their file, line and field,
+/// and nothing is written; unnamed CSV columns are no repeat, and SKUs that
+/// change hands within the import pass in any order of its rows.
 #[tokio::test]
 async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_the_row() {
     let db = TestDb::with_sample("import_refuses").await;
