@@ -777,8 +777,25 @@ async fn sku_conflict(
 /// or thousands of graphs; finer groupings belong in `category_key`.
 pub const MAX_DOMAINS: usize = 64;
 
+/// The setting that takes the place of [`MAX_DOMAINS`] for an import: a
+/// catalog with that many real verticals, which accepts a graph each.
+pub const MAX_DOMAINS_VAR: &str = "MOSAIC_MAX_DOMAINS";
+
+/// The domains bound an import applies: [`MAX_DOMAINS_VAR`] when set (a
+/// whole number, at least 1), else [`MAX_DOMAINS`].
+pub fn max_domains(get: impl Fn(&str) -> Option<String>) -> Result<usize, String> {
+    match crate::profile::setting(get, MAX_DOMAINS_VAR) {
+        None => Ok(MAX_DOMAINS),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| format!("{MAX_DOMAINS_VAR}={v:?}: use a whole number of at least 1")),
+    }
+}
+
 /// Refuses an import that brings new domains to a catalog that would then
-/// hold more than [`MAX_DOMAINS`]: the file's domains and those of the
+/// hold more than `max` ([`max_domains`]): the file's domains and those of the
 /// catalog's products the import leaves out. `file_domains` maps each of
 /// the file's domains to the first line naming it. Only new domains are
 /// refused, so a catalog already past the bound still takes imports within
@@ -787,6 +804,7 @@ async fn check_domains(
     tx: &tokio_postgres::Transaction<'_>,
     file: &str,
     file_domains: &std::collections::BTreeMap<String, u64>,
+    max: usize,
 ) -> Result<(), anyhow::Error> {
     if file_domains.is_empty() {
         return Ok(());
@@ -804,7 +822,7 @@ async fn check_domains(
         .filter(|(d, _)| !held.contains(*d))
         .map(|(d, line)| (d, *line))
         .collect();
-    if new.is_empty() || held.len() + new.len() <= MAX_DOMAINS {
+    if new.is_empty() || held.len() + new.len() <= max {
         return Ok(());
     }
     // Past the bound at first sight: count again without the domains this
@@ -825,7 +843,7 @@ async fn check_domains(
         .await?
         .get(0);
     let total = kept as usize + file_domains.len();
-    if total <= MAX_DOMAINS {
+    if total <= max {
         return Ok(());
     }
     new.sort_by_key(|(_, line)| *line);
@@ -840,9 +858,9 @@ async fn check_domains(
         line,
         field: Some("domain".into()),
         message: format!(
-            "the catalog would hold {total} domains, at most {MAX_DOMAINS} are accepted (new \
-             here: {}{more}): a domain is a top-level vertical with its own vector graph; put \
-             finer groupings in `category_key`",
+            "the catalog would hold {total} domains, at most {max} are accepted (new here: \
+             {}{more}): a domain is a top-level vertical with its own vector graph; put finer \
+             groupings in `category_key`, or set {MAX_DOMAINS_VAR} to accept more graphs",
             named.join(", ")
         ),
     }
@@ -857,6 +875,7 @@ pub async fn import(
     evidence_path: Option<&Path>,
     progress: Progress<'_>,
 ) -> Result<ImportReport, anyhow::Error> {
+    let max_domains = max_domains(|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
     let products = products_path
         .map(read_products)
         .transpose()?
@@ -945,7 +964,7 @@ pub async fn import(
         }
         .into());
     }
-    check_domains(&tx, &products_file, &file_domains).await?;
+    check_domains(&tx, &products_file, &file_domains, max_domains).await?;
 
     progress("upsert", 0, n_products);
     tx.batch_execute(
@@ -1025,4 +1044,24 @@ pub async fn import(
         evidence: n_evidence,
         projection_rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_domains_bound_is_the_setting_when_set_and_valid() {
+        let with = |v: Option<&str>| {
+            let v = v.map(str::to_string);
+            max_domains(move |k| (k == MAX_DOMAINS_VAR).then(|| v.clone()).flatten())
+        };
+        assert_eq!(with(None), Ok(MAX_DOMAINS));
+        assert_eq!(with(Some("")), Ok(MAX_DOMAINS));
+        assert_eq!(with(Some(" 200 ")), Ok(200));
+        for bad in ["0", "-1", "many", "1.5"] {
+            let e = with(Some(bad)).unwrap_err();
+            assert!(e.starts_with("MOSAIC_MAX_DOMAINS="), "{e}");
+        }
+    }
 }
