@@ -2457,8 +2457,17 @@ async fn the_domain_walks_stop_at_a_catalog_of_more_domains_than_the_bound() {
     };
     let body = json!({"query": "wireless headphones", "include_diagnostics": true});
     for (max, walks) in [(0, true), (domains, true), (domains - 1, false), (1, false)] {
-        let r = run(&bounded(max), body.clone()).await.unwrap();
+        let c = bounded(max);
+        let r = run(&c, body.clone()).await.unwrap();
         assert!(!r.results.is_empty());
+        // The context remembers the count: a later search of a catalog
+        // past the bound takes no lane for walks it will not run.
+        assert_eq!(
+            c.catalog
+                .domains_within(c.profile.semantic_domain_walk_max_domains),
+            walks,
+            "max {max}"
+        );
         let semantic = &r.diagnostics.as_ref().unwrap().arms[Arm::Semantic];
         let route = semantic.mode.unwrap().to_string();
         match walks {

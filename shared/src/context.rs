@@ -92,35 +92,59 @@ impl PriceStatsCache {
 }
 
 /// The catalog's product count as the semantic arm's probe last read it,
-/// shared by the context's clones. A search opens the lane of the domain
-/// walks only when the catalog may be large enough for them
-/// (`semantic_domain_walk_min_rows`); the probe that decides whether they
-/// run comes after the lanes open. A stale size only moves the walks to the
-/// semantic arm's own lane, never changes what they return.
+/// and its domain count as the arm last listed them, shared by the
+/// context's clones. A search opens the lane of the domain walks only when
+/// the catalog may be large enough for them
+/// (`semantic_domain_walk_min_rows`) and may hold few enough domains
+/// (`semantic_domain_walk_max_domains`); the probe that decides whether
+/// they run comes after the lanes open. A stale count only moves the walks
+/// to the semantic arm's own lane, or leaves a lane idle, never changes
+/// what they return.
 #[derive(Clone, Debug)]
-pub struct CatalogSize(Arc<AtomicI64>);
+pub struct CatalogSize {
+    rows: Arc<AtomicI64>,
+    domains: Arc<AtomicI64>,
+}
 
 impl Default for CatalogSize {
     fn default() -> Self {
-        CatalogSize(Arc::new(AtomicI64::new(-1)))
+        CatalogSize {
+            rows: Arc::new(AtomicI64::new(-1)),
+            domains: Arc::new(AtomicI64::new(-1)),
+        }
     }
 }
 
 impl CatalogSize {
     /// The last count read, if any search has read one.
     pub fn known(&self) -> Option<i64> {
-        Some(self.0.load(Ordering::Relaxed)).filter(|n| *n >= 0)
+        Some(self.rows.load(Ordering::Relaxed)).filter(|n| *n >= 0)
     }
 
     /// Remembers the count a probe read.
     pub fn remember(&self, products: i64) {
-        self.0.store(products.max(0), Ordering::Relaxed);
+        self.rows.store(products.max(0), Ordering::Relaxed);
     }
 
     /// Whether the catalog may hold `rows` products or more: unknown, or
     /// last seen that large.
     pub fn may_reach(&self, rows: i64) -> bool {
         self.known().is_none_or(|n| n >= rows)
+    }
+
+    /// Remembers how many domains the semantic arm listed.
+    pub fn remember_domains(&self, domains: usize) {
+        self.domains.store(
+            i64::try_from(domains).unwrap_or(i64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Whether the catalog may hold at most `max` domains (0: no bound):
+    /// unknown, or last listed within it.
+    pub fn domains_within(&self, max: i64) -> bool {
+        let known = Some(self.domains.load(Ordering::Relaxed)).filter(|n| *n >= 0);
+        max == 0 || known.is_none_or(|n| n <= max)
     }
 }
 

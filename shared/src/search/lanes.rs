@@ -143,9 +143,13 @@ pub(crate) async fn run_arms(
     // code's family where no domain walk runs, or half of a far domain's
     // exact scan: none for a query without a code where neither the walks
     // nor that scan can run (these filters, or a catalog last seen too
-    // small for them).
+    // small for them, or the walks last seen with too many domains).
     let large = ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
-    let walks = enabled_semantic_walks(variant, elig, profile) && large;
+    let walks = enabled_semantic_walks(variant, elig, profile)
+        && large
+        && ctx
+            .catalog
+            .domains_within(profile.semantic_domain_walk_max_domains);
     let family = enabled(Arm::Semantic) && arms::family_stem(positive, profile).is_some();
     let far_scan = enabled(Arm::Semantic) && arms::may_scan_far_domain(elig, profile) && large;
     let wanted = match walks || family || far_scan {
@@ -256,6 +260,9 @@ pub(crate) async fn run_arms(
         (lexical_out, trigram, semantic_out);
     if let Some(products) = semantic.catalog_rows {
         ctx.catalog.remember(products);
+    }
+    if let Some(domains) = semantic.catalog_domains {
+        ctx.catalog.remember_domains(domains);
     }
     mark_lanes(ctx, n, [&mut lexical, &mut trigram, &mut semantic]);
     Ok(ArmsOutcome {

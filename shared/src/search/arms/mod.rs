@@ -167,6 +167,10 @@ pub struct ArmResult {
     /// part of the receipt; the context remembers it, [`crate::CatalogSize`]).
     #[serde(skip)]
     pub catalog_rows: Option<i64>,
+    /// The semantic arm: how many domains it listed, when it listed them
+    /// (not part of the receipt; the context remembers it).
+    #[serde(skip)]
+    pub catalog_domains: Option<usize>,
     /// The semantic arm: whether its code's family went to the walks'
     /// client rather than its own (see [`semantic_on`]).
     #[serde(skip)]
@@ -355,6 +359,7 @@ impl ArmResult {
             connection: None,
             pool: None,
             catalog_rows: None,
+            catalog_domains: None,
             family_on_walks: false,
             ms,
         }

@@ -102,6 +102,7 @@ pub async fn semantic_on<C: GenericClient>(
     )?;
     let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
     let large = catalog_rows >= profile.semantic_domain_walk_min_rows;
+    let listed = may_walk_domains.then_some(domains.len());
     let max_domains = profile.semantic_domain_walk_max_domains;
     let walkable = max_domains == 0 || domains.len() as i64 <= max_domains;
     let not_walked = (large && !walkable).then_some(domains.len());
@@ -190,6 +191,7 @@ pub async fn semantic_on<C: GenericClient>(
     arm.domain_walks = domain_walks;
     arm.domains_not_walked = domains_not_walked;
     arm.catalog_rows = Some(catalog_rows);
+    arm.catalog_domains = listed;
     Ok(arm)
 }
 
