@@ -1,10 +1,10 @@
 -- 0030: a SKU may pass from one product to another within one statement.
 --
 -- catalog.products.sku is unique. Checked row by row (0002's constraint),
--- an import that swaps two products' SKUs, or gives one product's SKU to
--- another while giving the first a new one, failed or succeeded by the
--- order of the file's rows: the row taking a SKU was refused when it came
--- before the row giving it up. DEFERRABLE INITIALLY IMMEDIATE checks the
+-- an import that swapped two products' SKUs always failed, and one that
+-- gave a product's SKU to another while giving the first a new one failed
+-- when the row taking the SKU came before the row giving it up.
+-- DEFERRABLE INITIALLY IMMEDIATE checks the
 -- same uniqueness at the end of each statement, so the import's upsert
 -- sees the catalog it leaves, whatever the order. The constraint is not
 -- the upsert's conflict target (product_id is), which a deferrable one

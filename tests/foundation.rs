@@ -1010,8 +1010,8 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
     assert_eq!(
         err,
         format!(
-            "taken.jsonl:2: field `sku`: SKU `{sku1}` is held by product `{p1}`, which keeps it \
-             (it is not in this import, or not given another SKU by it)"
+            "taken.jsonl:2: field `sku`: SKU `{sku1}` is held by product `{p1}`, which is not in \
+             this import"
         )
     );
     assert_eq!(catalog_digest(&c).await, before);

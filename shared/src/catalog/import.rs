@@ -475,11 +475,13 @@ fn largest_text_field(text: &DocumentText) -> &'static str {
 }
 
 /// Whether `e` is PostgreSQL refusing a tsvector past its size limit
-/// ("string is too long for tsvector").
+/// ("string is too long for tsvector", raised by `to_tsvector` and by `||`;
+/// the routine's name does not depend on the server's message language).
 fn tsvector_too_long(e: &tokio_postgres::Error) -> bool {
     e.as_db_error().is_some_and(|db| {
         *db.code() == tokio_postgres::error::SqlState::PROGRAM_LIMIT_EXCEEDED
-            && db.message().contains("tsvector")
+            && (matches!(db.routine(), Some("make_tsvector" | "tsvector_concat"))
+                || db.message().contains("tsvector"))
     })
 }
 
@@ -509,7 +511,9 @@ async fn name_the_long_text(
             Err(e) if tsvector_too_long(&e) => Some(e),
             Err(e) => return Err(e.into()),
         };
-        tx.batch_execute("ROLLBACK TO SAVEPOINT one_product")
+        // Released as well: a savepoint rolled back to stays open, and the
+        // next one would nest inside it.
+        tx.batch_execute("ROLLBACK TO SAVEPOINT one_product; RELEASE SAVEPOINT one_product")
             .await?;
         if let Some(e) = refused {
             let said = e
@@ -731,8 +735,8 @@ struct SkuConflict {
 
 /// The first staged product (`stage_products`), in the file's order, whose
 /// SKU another product of the catalog holds and keeps: one the import
-/// leaves out, or gives that same SKU again (a product of the import that
-/// wants it too is a duplicate of the file, refused before). A SKU whose
+/// leaves out (a product of the import that keeps it while another row
+/// wants it is a duplicate of the file, refused before). A SKU whose
 /// holder the import gives another one passes, whatever the rows' order:
 /// the uniqueness is checked at the end of the upsert (migration 0030).
 /// `product_ids` are the staged products in the file's order, `lines`
@@ -957,8 +961,7 @@ pub async fn import(
             line: Some(c.line),
             field: Some("sku".into()),
             message: format!(
-                "SKU `{}` is held by product `{}`, which keeps it (it is not in this import, or \
-                 not given another SKU by it)",
+                "SKU `{}` is held by product `{}`, which is not in this import",
                 c.sku, c.holder
             ),
         }
