@@ -140,11 +140,12 @@ impl CatalogSize {
         );
     }
 
-    /// Whether the catalog may hold at most `max` domains (0: no bound):
-    /// unknown, or last listed within it.
-    pub fn domains_within(&self, max: i64) -> bool {
-        let known = Some(self.domains.load(Ordering::Relaxed)).filter(|n| *n >= 0);
-        max == 0 || known.is_none_or(|n| n <= max)
+    /// Whether `profile` may walk the catalog's domains
+    /// ([`RetrievalProfile::walks_domains`]): unknown, or last listed
+    /// within its bound.
+    pub fn may_walk_domains(&self, profile: &RetrievalProfile) -> bool {
+        let known = usize::try_from(self.domains.load(Ordering::Relaxed)).ok();
+        known.is_none_or(|n| profile.walks_domains(n))
     }
 }
 

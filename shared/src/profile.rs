@@ -517,6 +517,13 @@ const BEFORE_THE_FIELD: [(&str, i64); 17] = [
 ];
 
 impl RetrievalProfile {
+    /// Whether the domain walks may run in a catalog of `domains` domains
+    /// (`semantic_domain_walk_max_domains`, 0: no bound).
+    pub fn walks_domains(&self, domains: usize) -> bool {
+        let max = self.semantic_domain_walk_max_domains;
+        max == 0 || i64::try_from(domains).is_ok_and(|n| n <= max)
+    }
+
     /// Defaults with `MOSAIC_*` environment overrides applied and validated.
     pub fn from_env() -> Result<Self, String> {
         Self::from_lookup(|k| std::env::var(k).ok())

@@ -147,9 +147,7 @@ pub(crate) async fn run_arms(
     let large = ctx.catalog.may_reach(profile.semantic_domain_walk_min_rows);
     let walks = enabled_semantic_walks(variant, elig, profile)
         && large
-        && ctx
-            .catalog
-            .domains_within(profile.semantic_domain_walk_max_domains);
+        && ctx.catalog.may_walk_domains(profile);
     let family = enabled(Arm::Semantic) && arms::family_stem(positive, profile).is_some();
     let far_scan = enabled(Arm::Semantic) && arms::may_scan_far_domain(elig, profile) && large;
     let wanted = match walks || family || far_scan {

@@ -103,8 +103,7 @@ pub async fn semantic_on<C: GenericClient>(
     let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
     let large = catalog_rows >= profile.semantic_domain_walk_min_rows;
     let listed = may_walk_domains.then_some(domains.len());
-    let max_domains = profile.semantic_domain_walk_max_domains;
-    let walkable = max_domains == 0 || domains.len() as i64 <= max_domains;
+    let walkable = profile.walks_domains(domains.len());
     let not_walked = (large && !walkable).then_some(domains.len());
     let domains: Vec<String> = match large && walkable {
         true => domains.iter().map(|r| r.get(0)).collect(),
