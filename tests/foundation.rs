@@ -5,7 +5,7 @@ use mosaic::catalog::import;
 use mosaic::db::{self, MigrateOptions};
 use mosaic::embed::HashingEmbedder;
 use mosaic_devtools::generator::{self, Generator};
-use mosaic_integration_tests::{forget_last_migration, texts, TestDb};
+use mosaic_integration_tests::{domain_count, forget_last_migration, texts, TestDb};
 use std::io::Write;
 use tokio_postgres::Client;
 
@@ -1687,11 +1687,7 @@ async fn a_real_feed_imports_as_it_is_and_list_attributes_filter_in_every_arm() 
 async fn an_import_that_would_pass_the_domains_bound_is_refused() {
     let db = TestDb::with_sample("import_domains").await;
     let mut c = db.owner().await;
-    let held: i64 = c
-        .query_one("SELECT count(DISTINCT domain) FROM catalog.products", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let held = domain_count(&c).await;
     let room = import::MAX_DOMAINS - held as usize;
     let dir = std::env::temp_dir().join(format!("mosaic-import-domains-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -1733,11 +1729,7 @@ async fn an_import_that_would_pass_the_domains_bound_is_refused() {
         .await
         .unwrap();
     assert_eq!(report.products, room as u64 + 1);
-    let domains: i64 = c
-        .query_one("SELECT count(DISTINCT domain) FROM catalog.products", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let domains = domain_count(&c).await;
     assert_eq!(domains as usize, import::MAX_DOMAINS);
     let again = file("again.csv", room);
     import::import(&mut c, Some(&again), None, &mut |_, _, _| {})
@@ -1755,11 +1747,7 @@ async fn an_import_that_would_pass_the_domains_bound_is_refused() {
     import::import(&mut c, Some(&renamed), None, &mut |_, _, _| {})
         .await
         .unwrap();
-    let domains: i64 = c
-        .query_one("SELECT count(DISTINCT domain) FROM catalog.products", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let domains = domain_count(&c).await;
     assert_eq!(domains as usize, import::MAX_DOMAINS);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -263,6 +263,14 @@ pub async fn ensure_template() -> String {
     name
 }
 
+/// The catalog's distinct domains.
+pub async fn domain_count(c: &Client) -> i64 {
+    c.query_one("SELECT count(DISTINCT domain) FROM catalog.products", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// A search context on the test database's runtime role, with the hashing
 /// embedder the template was embedded with.
 /// Makes a migrated database one migration behind this build, as a user who
