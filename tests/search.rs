@@ -1535,6 +1535,130 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     }
 }
 
+#[tokio::test]
+async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_a_count() {
+    let db = TestDb::with_sample("negation_bound").await;
+    let owner = db.owner().await;
+    let held = |word: &'static str| {
+        let owner = &owner;
+        async move {
+            owner
+                .query_one(
+                    "SELECT products::bigint FROM search.vocabulary WHERE word = $1",
+                    &[&word],
+                )
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    };
+    let catalog: i64 = owner
+        .query_one(
+            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'search.product_projection'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let (everywhere, most, some) = (held("pick").await, held("true").await, held("plus").await);
+    assert_eq!(everywhere, catalog, "every product holds \"pick\"");
+    let threshold = RetrievalProfile::default().semantic_exact_threshold;
+    assert!(
+        catalog - most > threshold && catalog - some > threshold,
+        "the default threshold must count with either word"
+    );
+    let semantic = |r: &SearchResponse| {
+        let d = r.diagnostics.clone().unwrap();
+        let arm = d.arms[Arm::Semantic].clone();
+        (d.semantic_route, d.eligible_estimate, arm)
+    };
+
+    // A word every product holds: nothing can be eligible, and the arm
+    // says so without testing any row's text for it.
+    let c = ctx(&db, RetrievalProfile::default());
+    let r = run(
+        &c,
+        json!({"query": "portable speaker -pick", "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let (route, estimate, arm) = semantic(&r);
+    assert_eq!(route.as_deref(), Some("exact"));
+    assert_eq!(
+        (estimate, arm.held_by_a_negated_word),
+        (Some(0), Some(everywhere))
+    );
+    assert_eq!(arm.returned, 0);
+    assert!(r.results.is_empty());
+
+    // A word held by fewer: the arm counts, as without negated words.
+    let r = run(
+        &c,
+        json!({"query": "portable speaker -plus", "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    let (route, estimate, arm) = semantic(&r);
+    assert_eq!(route.as_deref(), Some("hnsw"));
+    assert_eq!(
+        (estimate, arm.held_by_a_negated_word),
+        (Some(threshold + 1), None)
+    );
+
+    // Under a threshold the vocabulary's estimate falls within, the arm
+    // scores exactly every product without the word, nearest first. (The
+    // estimate is below the truth here: the vocabulary also counts the
+    // word in products' aliases, which the negation does not read.)
+    let wide = RetrievalProfile {
+        semantic_exact_threshold: catalog - most + 1,
+        ..Default::default()
+    };
+    let c = ctx(&db, wide.clone());
+    let q = "portable speaker -True";
+    let r = run(
+        &c,
+        json!({"query": q, "include_diagnostics": true, "limit": 50}),
+    )
+    .await
+    .unwrap();
+    let (route, estimate, arm) = semantic(&r);
+    assert_eq!(route.as_deref(), Some("exact"));
+    assert_eq!(
+        (estimate, arm.held_by_a_negated_word),
+        (Some(catalog - most), Some(most))
+    );
+    let elig = Eligibility::with_query(&Filters::default(), Some(q));
+    let eligible: i64 = owner
+        .query_one(arms::ELIGIBILITY_SQL, &elig.params(&[]))
+        .await
+        .unwrap()
+        .get(0);
+    assert!(eligible > 0, "nothing left to score");
+    assert_eq!(arm.returned as i64, eligible.min(wide.semantic_limit));
+    let leaked: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM receipts.search_candidates c JOIN search.product_projection p USING (product_id)
+             WHERE c.search_event_id = $1 AND p.embedding_text ~* '\\mtrue\\M'",
+            &[&r.search_event_id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        leaked, 0,
+        "a product holding the negated word reached the pool"
+    );
+
+    // A negated code is no vocabulary word: the arm counts.
+    let r = run(
+        &c,
+        json!({"query": "portable speaker -v2", "include_diagnostics": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(semantic(&r).2.held_by_a_negated_word, None);
+}
+
 /// The names of the per-domain partial HNSW indexes.
 async fn domain_indexes(c: &Client) -> Vec<String> {
     texts(

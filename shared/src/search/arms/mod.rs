@@ -66,6 +66,7 @@ pub const LEXICAL_RELAXED_SQL: &str = include_str!("../sql/lexical_relaxed.sql")
 pub const LEXICAL_TERMS_SQL: &str = include_str!("../sql/lexical_terms.sql");
 pub const TRIGRAM_SQL: &str = include_str!("../sql/trigram.sql");
 pub const ELIGIBLE_COUNT_SQL: &str = include_str!("../sql/eligible_count.sql");
+pub const ELIGIBLE_COUNT_NEGATED_SQL: &str = include_str!("../sql/eligible_count_negated.sql");
 pub const SEMANTIC_EXACT_SQL: &str = include_str!("../sql/semantic_exact.sql");
 pub const SEMANTIC_HNSW_SQL: &str = include_str!("../sql/semantic_hnsw.sql");
 pub const DOMAINS_SQL: &str = include_str!("../sql/domains.sql");
@@ -102,6 +103,13 @@ pub struct ArmResult {
     pub mode: Option<ArmMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eligible_estimate: Option<i64>,
+    /// The semantic arm: the most products one of the query's negated
+    /// words is held by (the catalog's vocabulary), when that left at most
+    /// `semantic_exact_threshold` products. The arm then took the exact
+    /// route without counting the eligible rows, and `eligible_estimate`
+    /// is the catalog's size less this number; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_by_a_negated_word: Option<i64>,
     /// The semantic arm: how many eligible products of the query's code's
     /// product line and of the line's brands it scored by exact distance
     /// beside the walks (`semantic_identifier_family`,
@@ -346,6 +354,7 @@ impl ArmResult {
             verdict,
             mode,
             eligible_estimate: None,
+            held_by_a_negated_word: None,
             identifier_family: None,
             domain_walks: None,
             domains_not_walked: None,
@@ -446,6 +455,10 @@ pub struct Eligibility {
     /// The negated words as one alternation ([`negated_pattern`]), the
     /// one element of the predicate's `$10`.
     negated: Option<Vec<String>>,
+    /// Those of the negated words the catalog's vocabulary can hold
+    /// (letters only), lower case: the semantic arm's probe looks up how
+    /// many products hold them. Never part of the predicate.
+    negated_vocabulary: Option<Vec<String>>,
     /// The price filter's estimated share of the catalog, when known: it
     /// chooses how the lexical arm's statements check the price
     /// ([`PriceShare::checks_rows`]). Never part of the predicate.
@@ -469,6 +482,21 @@ pub(crate) fn negated_pattern(negated: &[String]) -> String {
     format!("(?:{})", words.join("|"))
 }
 
+/// The negated terms (as [`lexical_terms`] keeps them) that the catalog's
+/// vocabulary can hold, lower case, each once: words of letters alone
+/// (`search.vocabulary_words`). A word with a digit, `-` or `.` is left
+/// out: the vocabulary holds none.
+fn vocabulary_words(negated: &[String]) -> Vec<String> {
+    let mut words: Vec<String> = Vec::with_capacity(negated.len());
+    for n in negated {
+        let word = n.trim_start_matches('-').to_lowercase();
+        if word.chars().all(char::is_alphabetic) && !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words
+}
+
 impl Eligibility {
     /// The filters alone (no query text).
     pub fn new(f: &Filters) -> Self {
@@ -477,10 +505,11 @@ impl Eligibility {
 
     /// The filters plus the query's negated terms, which every arm excludes.
     pub fn with_query(f: &Filters, query: Option<&str>) -> Self {
-        let negated = query
-            .map(lexical_terms)
-            .filter(|t| !t.negated.is_empty())
-            .map(|t| vec![negated_pattern(&t.negated)]);
+        let terms = query.map(lexical_terms).filter(|t| !t.negated.is_empty());
+        let negated = terms.as_ref().map(|t| vec![negated_pattern(&t.negated)]);
+        let negated_vocabulary = terms
+            .map(|t| vocabulary_words(&t.negated))
+            .filter(|w| !w.is_empty());
         Eligibility {
             domain: f.domain.clone(),
             category_key: f.category_key.clone(),
@@ -492,8 +521,15 @@ impl Eligibility {
             min_rating: f.min_rating,
             attributes: f.attributes.as_ref().map(attribute_sets),
             negated,
+            negated_vocabulary,
             price_share: None,
         }
+    }
+
+    /// The negated words the catalog's vocabulary can hold, lower case
+    /// (`None`: no such word).
+    pub fn negated_vocabulary(&self) -> &Option<Vec<String>> {
+        &self.negated_vocabulary
     }
 
     /// The same filters, with the price filter's estimated share of the
@@ -657,6 +693,21 @@ mod tests {
     }
 
     #[test]
+    fn the_vocabulary_is_asked_only_for_negated_words_of_letters() {
+        let elig = Eligibility::with_query(
+            &Filters::default(),
+            Some("kettle -Wired -v2.1 -wired -max-cushion -Küche"),
+        );
+        assert_eq!(
+            elig.negated_vocabulary(),
+            &Some(vec!["wired".to_string(), "küche".to_string()])
+        );
+        let codes = Eligibility::with_query(&Filters::default(), Some("kettle -v2 -wi-fi"));
+        assert!(codes.negated.is_some());
+        assert_eq!(codes.negated_vocabulary(), &None);
+    }
+
+    #[test]
     fn every_arm_carries_the_whole_eligibility_predicate() {
         let start = ELIGIBILITY_SQL
             .find("      -- eligibility")
@@ -670,6 +721,7 @@ mod tests {
             ("lexical_relaxed, price on rows", &LEXICAL_PRICE_ON_ROWS[1]),
             ("trigram", TRIGRAM_SQL),
             ("eligible_count", ELIGIBLE_COUNT_SQL),
+            ("eligible_count_negated", ELIGIBLE_COUNT_NEGATED_SQL),
             ("semantic_exact", SEMANTIC_EXACT_SQL),
             ("semantic_hnsw", SEMANTIC_HNSW_SQL),
             ("semantic_family", SEMANTIC_FAMILY_SQL),

@@ -10,6 +10,13 @@ use super::*;
 /// ([`apply_settings`]): the HNSW scans read them, and the statements that
 /// change them for one walk set them back to the profile's.
 ///
+/// The route follows a count of the eligible rows that stops past
+/// `semantic_exact_threshold`. When the catalog's vocabulary shows that one
+/// of the query's negated words is held by all but at most that many
+/// products, the arm takes the exact route without the count, which would
+/// have tested the text of every row that holds the word only to find
+/// few that do not.
+///
 /// Under a domain filter the walk is confined to that domain's graph. A
 /// query none of whose nearest products (across the catalog) are in that
 /// domain lies far from every node of the graph, where a greedy walk
@@ -68,7 +75,7 @@ pub async fn semantic_on<C: GenericClient>(
         .domain
         .as_ref()
         .filter(|_| profile.semantic_far_domain_overfetch > 0 || may_scan_far);
-    let probe_params = elig.typed(&[(&probe, Type::INT8)]);
+    let (probe_sql, probe_params) = probe_statement(elig, &probe);
     let near_check = async {
         let Some(domain) = far_check else {
             return Ok(None);
@@ -91,7 +98,7 @@ pub async fn semantic_on<C: GenericClient>(
         Ok(Some((near.get::<_, i64>(0), near.get::<_, Option<i64>>(1))))
     };
     let (counted, domains, near) = tokio::try_join!(
-        db.query_typed_one(ELIGIBLE_COUNT_SQL, &probe_params),
+        db.query_typed_one(probe_sql, &probe_params),
         async {
             match may_walk_domains {
                 true => db.query_typed(DOMAINS_SQL, &[]).await,
@@ -100,7 +107,14 @@ pub async fn semantic_on<C: GenericClient>(
         },
         near_check,
     )?;
-    let (eligible, catalog_rows): (i64, i64) = (counted.get(0), counted.get(1));
+    let catalog_rows: i64 = counted.get(1);
+    // Without a count, the vocabulary holds a negated word in all but at
+    // most the threshold's products (`eligible_count.sql`): that estimate
+    // stands for the count, and the route is exact.
+    let (eligible, held_by_a_negated_word) = match counted.get::<_, Option<i64>>(0) {
+        Some(n) => (n, None),
+        None => (counted.get::<_, i64>(2), Some(counted.get::<_, i64>(3))),
+    };
     let large = catalog_rows >= profile.semantic_domain_walk_min_rows;
     let listed = may_walk_domains.then_some(domains.len());
     let walkable = profile.walks_domains(domains.len());
@@ -185,6 +199,7 @@ pub async fn semantic_on<C: GenericClient>(
     };
     let mut arm = ArmResult::new(cands, limit, v, Some(ArmMode::Semantic(route)), ms_since(t));
     arm.eligible_estimate = Some(eligible);
+    arm.held_by_a_negated_word = held_by_a_negated_word;
     arm.identifier_family = family;
     arm.family_on_walks = family.is_some() && family_on_walks;
     arm.domain_walks = domain_walks;
@@ -192,6 +207,23 @@ pub async fn semantic_on<C: GenericClient>(
     arm.catalog_rows = Some(catalog_rows);
     arm.catalog_domains = listed;
     Ok(arm)
+}
+
+/// The selectivity probe that counts eligible rows up to `stop` and its
+/// parameters: `eligible_count_negated.sql` when the query has negated
+/// words the catalog's vocabulary can hold, `eligible_count.sql` otherwise.
+/// Either row is (count or NULL, catalog size, estimate, most holders).
+fn probe_statement<'a>(elig: &'a Eligibility, stop: &'a i64) -> (&'static str, Vec<Typed<'a>>) {
+    match elig.negated_vocabulary() {
+        Some(_) => (
+            ELIGIBLE_COUNT_NEGATED_SQL,
+            elig.typed(&[
+                (stop, Type::INT8),
+                (elig.negated_vocabulary(), Type::TEXT_ARRAY),
+            ]),
+        ),
+        None => (ELIGIBLE_COUNT_SQL, elig.typed(&[(stop, Type::INT8)])),
+    }
 }
 
 /// The stem of the query's code whose product line the semantic arm's
@@ -246,10 +278,11 @@ async fn refill<C: GenericClient>(
         return Ok(None);
     }
     let over = budget + 1;
-    let counted = db
-        .query_typed_one(ELIGIBLE_COUNT_SQL, &elig.typed(&[(&over, Type::INT8)]))
-        .await?;
-    if counted.get::<_, i64>(0) <= budget {
+    let (sql, params) = probe_statement(elig, &over);
+    let counted = db.query_typed_one(sql, &params).await?;
+    // No count: by the vocabulary, the negated words leave at most the
+    // budget's products.
+    if counted.get::<_, Option<i64>>(0).is_none_or(|n| n <= budget) {
         return Ok(None);
     }
     let limit = profile.semantic_limit;

@@ -1,10 +1,13 @@
 -- Selectivity probe of the semantic arm: eligible embedded rows, counted
 -- only up to $11 (threshold + 1), so the probe's cost is bounded; and the
 -- catalog's size by the planner's estimate (never analysed: 0), which
--- decides whether the HNSW route also walks each domain's graph.
+-- decides whether the HNSW route also walks each domain's graph. (With
+-- negated words the arm sends `eligible_count_negated.sql` instead; the
+-- two NULL columns keep the two statements' rows alike.)
 SELECT count(*),
        (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
-        WHERE c.oid = 'search.product_projection'::regclass)
+        WHERE c.oid = 'search.product_projection'::regclass),
+       NULL::bigint, NULL::bigint
 FROM (
     SELECT 1
     FROM search.product_projection pp
