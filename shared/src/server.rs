@@ -255,7 +255,8 @@ async fn handler(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
 
-    let principal = host(&parts.headers, &app.hosts).and_then(|()| principal(&parts.headers));
+    let principal =
+        host(&parts.headers, &parts.uri, &app.hosts).and_then(|()| principal(&parts.headers));
     let out = match &principal {
         Err(e) => HttpResponse::error(e),
         // One byte over the limit is enough for the router to refuse with
@@ -334,32 +335,57 @@ pub fn allowed_hosts(bound: std::net::SocketAddr, extra: &[String]) -> Vec<Strin
 }
 
 /// A `Host` value's name: lower case, without its port and, for an IPv6
-/// address, without its brackets (`[::1]:8787` → `::1`).
+/// address, without its brackets (`[::1]:8787` → `::1`). Empty when the
+/// value is not a host and an optional port: a port must be a number from 1
+/// to 65535, and nothing may follow an IPv6 address's closing bracket but
+/// a port (`[::1]evil.example` and `localhost:x` name nothing).
 fn host_name(value: &str) -> String {
     let name = value.trim().to_ascii_lowercase();
     if name.parse::<std::net::Ipv6Addr>().is_ok() {
         // A bare IPv6 address (`fe80::1`, as `--allowed-host` may give it).
         return name;
     }
-    match name.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or("").to_string(),
-        None => name
-            .rsplit_once(':')
-            .map_or(name.as_str(), |(h, _)| h)
-            .to_string(),
+    let port_ok = |port: Option<&str>| {
+        port.is_none_or(|p| {
+            p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n > 0)
+        })
+    };
+    let (host, port) = match name.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, "")) => (addr, None),
+            Some((addr, rest)) => match rest.strip_prefix(':') {
+                Some(port) => (addr, Some(port)),
+                None => return String::new(),
+            },
+            None => return String::new(),
+        },
+        None => match name.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (name.as_str(), None),
+        },
+    };
+    match port_ok(port) && !host.contains(['[', ']']) {
+        true => host.to_string(),
+        false => String::new(),
     }
 }
 
-/// Whether the request's `Host` is among `hosts`, its port and case aside.
-/// A request without one is refused alike: it names nothing this server
+/// Whether the request's `Host` is among `hosts`, its port and case aside,
+/// and so is the authority of a request target in absolute form
+/// (`GET http://name/…`), which would otherwise name a host unchecked. A
+/// request without a `Host` is refused alike: it names nothing this server
 /// answers to.
-fn host(headers: &HeaderMap, hosts: &[String]) -> Result<(), Error> {
+fn host(headers: &HeaderMap, target: &axum::http::Uri, hosts: &[String]) -> Result<(), Error> {
     let mut values = headers.get_all(axum::http::header::HOST).iter();
     let name = match (values.next(), values.next()) {
         (Some(value), None) => host_name(value.to_str().unwrap_or("")),
         _ => String::new(),
     };
-    match !name.is_empty() && hosts.contains(&name) {
+    let named = |name: &str| !name.is_empty() && hosts.iter().any(|h| h == name);
+    let target_ok = target
+        .authority()
+        .is_none_or(|a| named(&host_name(a.as_str())));
+    match named(&name) && target_ok {
         true => Ok(()),
         false => Err(Error::invalid(
             "host",
@@ -511,12 +537,20 @@ mod tests {
             "[::1]:8787",
             "127.0.0.1",
         ] {
-            assert!(host(&headers(HOST, &[ok]), hosts).is_ok(), "{ok}");
+            assert!(
+                host(&headers(HOST, &[ok]), &origin(), hosts).is_ok(),
+                "{ok}"
+            );
         }
         // No Host at all names nothing this server answers to; two name
         // two things.
-        assert!(host(&HeaderMap::new(), hosts).is_err());
-        assert!(host(&headers(HOST, &["localhost", "localhost"]), hosts).is_err());
+        assert!(host(&HeaderMap::new(), &origin(), hosts).is_err());
+        assert!(host(
+            &headers(HOST, &["localhost", "localhost"]),
+            &origin(),
+            hosts
+        )
+        .is_err());
         for bad in [
             "attacker.example",
             "attacker.example:8787",
@@ -524,8 +558,20 @@ mod tests {
             "localhost.attacker.example",
             "[::2]:8787",
             "",
+            // Only a port may follow a name or an IPv6 address's bracket.
+            "[::1]evil.example",
+            "[::1]:x",
+            "[::1]:8787:1",
+            "[::1",
+            "localhost:notaport",
+            "localhost:",
+            "localhost:0",
+            "localhost:65536",
+            "localhost:+80",
+            "localhost:8787@attacker.example",
+            "127.0.0.1:80:80",
         ] {
-            let e = host(&headers(HOST, &[bad]), hosts).unwrap_err();
+            let e = host(&headers(HOST, &[bad]), &origin(), hosts).unwrap_err();
             assert_eq!(
                 (e.status(), e.body()["error"]["field"].as_str()),
                 (400, Some("host")),
@@ -552,13 +598,33 @@ mod tests {
             "[fe80::1]:8787",
             "[fe80::2]:8787",
         ] {
-            assert!(host(&headers(HOST, &[ok]), &lan).is_ok(), "{ok}");
+            assert!(host(&headers(HOST, &[ok]), &origin(), &lan).is_ok(), "{ok}");
         }
-        assert!(host(&headers(HOST, &["attacker.example"]), &lan).is_err());
+        assert!(host(&headers(HOST, &["attacker.example"]), &origin(), &lan).is_err());
         let any = allowed_hosts("0.0.0.0:8787".parse().unwrap(), &[]);
         for bad in ["attacker.example", "192.168.1.5:8787"] {
-            assert!(host(&headers(HOST, &[bad]), &any).is_err(), "{bad}");
+            assert!(
+                host(&headers(HOST, &[bad]), &origin(), &any).is_err(),
+                "{bad}"
+            );
         }
+        // A request target in absolute form names a host as well: it must
+        // be one of these too, whatever the header says.
+        let local = headers(HOST, &["localhost"]);
+        for (target, ok) in [
+            ("http://localhost:8787/healthz", true),
+            ("http://[::1]/healthz", true),
+            ("http://attacker.example/healthz", false),
+            ("http://localhost:x/healthz", false),
+        ] {
+            let uri: axum::http::Uri = target.parse().unwrap();
+            assert_eq!(host(&local, &uri, hosts).is_ok(), ok, "{target}");
+        }
+    }
+
+    /// A request target in origin form (`/path`), which names no host.
+    fn origin() -> axum::http::Uri {
+        axum::http::Uri::from_static("/api/search")
     }
 
     #[test]
