@@ -215,3 +215,111 @@ async fn explain_prints_the_stated_bounds_and_each_candidate_s_standing() {
     // Standing broken/kept: kettles at most $30 are 0/1, the rest 1/0.
     assert!(text.contains(" 0/1 ") && text.contains(" 1/0 "), "{text}");
 }
+
+/// `mosaic ARGS` with `url` as the runtime-role connection, to its end.
+fn mosaic_at(args: &[&str], url: &str) -> Output {
+    tokio::task::block_in_place(|| {
+        Command::new(MOSAIC)
+            .args(args)
+            .args(["--runtime-database-url", url])
+            .args(["--embedder", "hashing"])
+            .env("MOSAIC_EMBEDDING_DIM", "384")
+            .output()
+            .expect("run mosaic")
+    })
+}
+
+/// Runs `mosaic ARGS` with `url` as the runtime-role connection and
+/// expects it to exit by itself within a minute (a server that started
+/// instead is stopped and fails the test). Its stderr.
+fn exits_refusing(args: &[&str], url: &str) -> String {
+    let mut child = Command::new(MOSAIC)
+        .args(args)
+        .args(["--runtime-database-url", url])
+        .args(["--embedder", "hashing"])
+        .env("MOSAIC_EMBEDDING_DIM", "384")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mosaic");
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            assert!(!status.success(), "{args:?} succeeded: {stderr}");
+            return stderr;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().ok();
+            panic!("{args:?} kept running against a database it should refuse");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_commands_say_what_their_database_lacks_or_why_it_cannot_be_reached() {
+    let db = TestDb::with_sample("cli_service_behind").await;
+    let owner = db.owner().await;
+    let runtime = db.runtime_url();
+    // Current: the search runs.
+    printed(&mosaic_at(&["search", "kettle", "--json"], &runtime));
+
+    // One migration short: every service command refuses before it
+    // starts, naming the migration and `mosaic migrate`.
+    let last = forget_last_migration(&owner).await;
+    let behind = format!("lacks 1 migration(s) of this build, from {last}: run `mosaic migrate`");
+    let out = mosaic_at(&["search", "kettle"], &runtime);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains(&behind),
+        "{stderr}"
+    );
+    for args in [
+        vec!["serve", "--addr", "127.0.0.1:0"],
+        vec!["mcp", "--anonymous"],
+    ] {
+        let stderr = exits_refusing(&args, &runtime);
+        assert!(stderr.contains(&behind), "{args:?}: {stderr}");
+    }
+
+    // A record this role may not read: said as such.
+    let mut c = db.owner().await;
+    db::migrate(&mut c, &MigrateOptions::default())
+        .await
+        .unwrap();
+    printed(&mosaic_at(&["search", "kettle", "--json"], &runtime));
+    c.batch_execute("REVOKE SELECT ON mosaic_meta.migrations FROM mosaic_runtime")
+        .await
+        .unwrap();
+    let out = mosaic_at(&["explain", &uuid::Uuid::new_v4().to_string()], &runtime);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("may not read which migrations the database holds"),
+        "{stderr}"
+    );
+
+    // A database never migrated: every migration is missing.
+    let empty = TestDb::empty("cli_service_empty").await;
+    let out = mosaic_at(&["search", "kettle"], &empty.runtime_url());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let all = format!("lacks {} migration(s)", db::MIGRATIONS.len());
+    assert!(!out.status.success() && stderr.contains(&all), "{stderr}");
+
+    // No database at the address: the cause and where to look.
+    let out = mosaic_at(
+        &["search", "kettle"],
+        "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:1/mosaic",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("temporarily unavailable")
+            && stderr.contains("refused")
+            && stderr.contains("mosaic db start"),
+        "{stderr}"
+    );
+}

@@ -49,8 +49,13 @@ pub struct RuntimeArgs {
 
 impl RuntimeArgs {
     /// The service context of the `mosaic` commands: the runtime-role
-    /// connection, and the embedder and reranker the settings name.
+    /// connection, and the embedder and reranker the settings name. A
+    /// database that lacks this build's migrations is refused here, naming
+    /// `mosaic migrate`, rather than answering every operation "temporarily
+    /// unavailable"; one that cannot be reached is left to the operation,
+    /// whose error then says why.
     pub fn ctx(&self, embedder: &EmbedderArgs, connections: usize) -> Result<mosaic::Ctx> {
+        embedder::block_on(self.check_migrations())?;
         let settings = mosaic::config::Settings::from_lookup(|k| match k {
             "MOSAIC_DATABASE_URL" => Some(self.url.clone()),
             k if k.starts_with("MOSAIC_DB_") => None,
@@ -59,5 +64,20 @@ impl RuntimeArgs {
         .map_err(anyhow::Error::msg)?;
         embedder::block_on(mosaic::config::build_context(&settings, connections))
             .map_err(anyhow::Error::msg)
+    }
+
+    /// Refuses a database that lacks one of this build's migrations (or
+    /// whose record this role may not read); an unreachable one passes.
+    async fn check_migrations(&self) -> Result<()> {
+        let Ok(client) = db::connect(&self.url).await else {
+            return Ok(());
+        };
+        match db::migration_state(&client).await {
+            Ok(state) => match state.problem() {
+                Some(problem) => anyhow::bail!("{problem}"),
+                None => Ok(()),
+            },
+            Err(_) => Ok(()),
+        }
     }
 }

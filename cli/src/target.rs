@@ -104,13 +104,29 @@ fn http(
     }
 }
 
-/// A library error as the command reports it.
+/// A library error as the command reports it. In-process the caller is
+/// the operator, so an unavailable or internal error also says its cause
+/// (which a server logs and never sends), with a hint for a database that
+/// cannot be reached.
 pub fn local_err(e: mosaic::Error) -> anyhow::Error {
-    anyhow!(
-        "{} ({})",
-        e.body()["error"]["message"].as_str().unwrap_or(""),
-        e.code().as_str()
-    )
+    let message = e.body()["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let code = e.code().as_str();
+    match &e {
+        mosaic::Error::Unavailable(cause) | mosaic::Error::Internal(cause) => {
+            let hint = match cause.starts_with("database connection") {
+                true => {
+                    "\n(for the local database run `mosaic db start` or `make db`; elsewhere check \
+                         --runtime-database-url or MOSAIC_RUNTIME_DATABASE_URL)"
+                }
+                false => "",
+            };
+            anyhow!("{message} ({code}): {cause}{hint}")
+        }
+        _ => anyhow!("{message} ({code})"),
+    }
 }
 
 /// Runs `op` on flat logical arguments, in-process or on the server.

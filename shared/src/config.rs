@@ -435,10 +435,23 @@ async fn vectors_at_start(ctx: &Ctx) -> Option<VectorsAtStart> {
     let conn = match ctx.pool.get().await {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!(error = %e, "database unreachable at start-up; the embedder was not checked against the catalog");
+            let cause = match crate::Error::from(e) {
+                crate::Error::Unavailable(cause) | crate::Error::Internal(cause) => cause,
+                other => other.to_string(),
+            };
+            tracing::warn!(error = %cause, "database unreachable at start-up; the embedder was not checked against the catalog");
             return None;
         }
     };
+    // A database without this build's migrations fails every statement
+    // that needs one: say so once, where the operator looks first.
+    match crate::db::migration_state(&conn).await.map(|s| s.problem()) {
+        Ok(Some(problem)) => tracing::warn!("{problem}"),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %crate::db::describe_connect_error(&e), "could not read the database's migrations; not checked")
+        }
+    }
     let column = match crate::db::embedding_dimension(&conn).await {
         Ok(dim) => dim,
         Err(e) => {

@@ -76,6 +76,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(28, "0028_vectors_follow_their_text.sql"),
     migration!(29, "0029_stale_vectors_cleared.sql"),
     migration!(30, "0030_sku_passes_within_an_import.sql"),
+    migration!(31, "0031_runtime_reads_migrations.sql"),
 ];
 
 /// The statements that give pg_trgm's word-similarity operators the cost
@@ -145,9 +146,11 @@ pub async fn migrate(
     client: &mut Client,
     opts: &MigrateOptions,
 ) -> Result<MigrateReport, MigrateError> {
-    if !(1..=16_000).contains(&opts.embedding_dim) {
+    // pgvector's HNSW index takes vectors of at most 2,000 dimensions; a
+    // larger column would fail migration 0003 after the first two.
+    if !(1..=2_000).contains(&opts.embedding_dim) {
         return Err(MigrateError::Option(format!(
-            "embedding dimension {} is outside 1..16000",
+            "embedding dimension {} is outside 1..2000 (pgvector's HNSW index takes at most 2,000)",
             opts.embedding_dim
         )));
     }
@@ -285,31 +288,90 @@ pub async fn migrate(
 /// The migrations this build has that the database has not recorded (all of
 /// them for a database never migrated). Loading into a database that lacks
 /// some would fail on a missing function or column; the loaders check first
-/// and name `mosaic migrate`.
+/// and name `mosaic migrate`. For the owner role, which may read the record.
 pub async fn pending_migrations(
     client: &Client,
 ) -> Result<Vec<&'static str>, tokio_postgres::Error> {
-    let applied: Vec<i32> = match client
+    Ok(match migration_state(client).await? {
+        MigrationState::Current => Vec::new(),
+        MigrationState::Lacking(names) => names,
+        MigrationState::Unreadable => MIGRATIONS.iter().map(|m| m.name).collect(),
+    })
+}
+
+/// What a connection can tell of this build's migrations in its database.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MigrationState {
+    /// Every migration of this build is recorded.
+    Current,
+    /// These of this build's are not (every one for a database never
+    /// migrated).
+    Lacking(Vec<&'static str>),
+    /// The connection's role may not read the record: the database predates
+    /// migration 0031, which lets the runtime role read it, or the role is
+    /// not the one the migrations granted to (`mosaic migrate
+    /// --runtime-role`).
+    Unreadable,
+}
+
+/// The state of this build's migrations as `client`'s role can read it,
+/// without an error for a record it may not read.
+pub async fn migration_state(client: &Client) -> Result<MigrationState, tokio_postgres::Error> {
+    let readable: Option<bool> = client
         .query_one(
-            "SELECT to_regclass('mosaic_meta.migrations') IS NOT NULL",
+            "SELECT CASE
+                 WHEN NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'mosaic_meta')
+                     THEN NULL
+                 WHEN NOT has_schema_privilege('mosaic_meta', 'USAGE') THEN false
+                 WHEN to_regclass('mosaic_meta.migrations') IS NULL THEN NULL
+                 ELSE has_table_privilege('mosaic_meta.migrations', 'SELECT')
+             END",
             &[],
         )
         .await?
-        .get(0)
-    {
-        true => client
+        .get(0);
+    let applied: Vec<i32> = match readable {
+        None => Vec::new(),
+        Some(false) => return Ok(MigrationState::Unreadable),
+        Some(true) => client
             .query("SELECT version FROM mosaic_meta.migrations", &[])
             .await?
             .iter()
             .map(|r| r.get(0))
             .collect(),
-        false => Vec::new(),
     };
-    Ok(MIGRATIONS
+    let lacking: Vec<&'static str> = MIGRATIONS
         .iter()
         .filter(|m| !applied.contains(&m.version))
         .map(|m| m.name)
-        .collect())
+        .collect();
+    Ok(match lacking.is_empty() {
+        true => MigrationState::Current,
+        false => MigrationState::Lacking(lacking),
+    })
+}
+
+impl MigrationState {
+    /// What to tell the operator, when the build cannot run on this
+    /// database as it is; `None` when it can.
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            MigrationState::Current => None,
+            MigrationState::Lacking(names) => Some(format!(
+                "the database lacks {} migration(s) of this build, from {}: run `mosaic migrate` \
+                 (as the owner role) first",
+                names.len(),
+                names[0]
+            )),
+            MigrationState::Unreadable => Some(
+                "this role may not read which migrations the database holds: the database \
+                 lacks this build's migration 0031, or the role is not the runtime role the \
+                 migrations granted to; run `mosaic migrate` (as the owner role, with \
+                 `--runtime-role` naming this role) first"
+                    .to_string(),
+            ),
+        }
+    }
 }
 
 /// The embedding dimension the projection column was created with.
