@@ -9,7 +9,7 @@ use mosaic::db;
 #[derive(Args, Clone)]
 pub struct DbArgs {
     /// Owner-role connection string (migrations and loading).
-    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value_t = db::local_owner_url(), hide_env_values = true)]
     pub database_url: String,
 }
 
@@ -43,7 +43,7 @@ impl DbArgs {
 pub struct RuntimeArgs {
     /// Runtime-role connection string (what the service uses).
     #[arg(long = "runtime-database-url", env = "MOSAIC_RUNTIME_DATABASE_URL",
-          default_value = db::LOCAL_RUNTIME_URL, hide_env_values = true)]
+          default_value_t = db::local_runtime_url(), hide_env_values = true)]
     pub url: String,
 }
 

@@ -114,10 +114,10 @@ pub struct BenchArgs {
     network_delay_ms: f64,
     /// Owner-role URL of any database of the cluster (the bench databases
     /// are created beside it).
-    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value_t = db::local_owner_url(), hide_env_values = true)]
     database_url: String,
     #[arg(long = "runtime-database-url", env = "MOSAIC_RUNTIME_DATABASE_URL",
-          default_value = db::LOCAL_RUNTIME_URL, hide_env_values = true)]
+          default_value_t = db::local_runtime_url(), hide_env_values = true)]
     runtime_url: String,
 }
 

@@ -28,7 +28,7 @@ enum Action {
     /// Drop the receipts older than the retention period, now.
     Purge {
         /// Owner-role connection string of the service's database.
-        #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+        #[arg(long, env = "MOSAIC_DATABASE_URL", default_value_t = db::local_owner_url(), hide_env_values = true)]
         database_url: String,
         /// Days to keep; defaults to the profile's `receipt_retention_days`
         /// (MOSAIC_RECEIPT_RETENTION_DAYS).

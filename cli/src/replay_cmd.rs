@@ -39,7 +39,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     json: bool,
     /// Owner-role connection string (the runtime role reads no receipt table).
-    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value = db::LOCAL_OWNER_URL, hide_env_values = true)]
+    #[arg(long, env = "MOSAIC_DATABASE_URL", default_value_t = db::local_owner_url(), hide_env_values = true)]
     database_url: String,
     #[command(flatten)]
     embedder: crate::embedder::EmbedderArgs,

@@ -23,11 +23,41 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{CancelToken, Client, GenericClient, NoTls, Transaction};
 
 /// The local development database the project starts itself
-/// (`scripts/db.sh`): the owner role, used for migrations and loading.
+/// (`scripts/db.sh`), on its default port: the owner role, used for
+/// migrations and loading.
 pub const LOCAL_OWNER_URL: &str = "postgres://mosaic_owner:mosaic_owner@127.0.0.1:54329/mosaic";
 /// The local runtime role: reads the catalog, writes and reads receipts through their functions.
 pub const LOCAL_RUNTIME_URL: &str =
     "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:54329/mosaic";
+
+/// [`LOCAL_OWNER_URL`] on the port `scripts/db.sh` runs the cluster on:
+/// `MOSAIC_PG_PORT` when it is a port number, 54329 otherwise.
+pub fn local_owner_url() -> String {
+    on_port(
+        LOCAL_OWNER_URL,
+        std::env::var("MOSAIC_PG_PORT").ok().as_deref(),
+    )
+}
+
+/// [`LOCAL_RUNTIME_URL`] on the port `scripts/db.sh` runs the cluster on.
+pub fn local_runtime_url() -> String {
+    on_port(
+        LOCAL_RUNTIME_URL,
+        std::env::var("MOSAIC_PG_PORT").ok().as_deref(),
+    )
+}
+
+/// A local URL on `port` (`MOSAIC_PG_PORT`'s value) when that is a port
+/// number; as it is otherwise.
+fn on_port(url: &str, port: Option<&str>) -> String {
+    match port
+        .and_then(|p| p.trim().parse::<u16>().ok())
+        .filter(|p| *p > 0)
+    {
+        Some(port) => url.replace(":54329/", &format!(":{port}/")),
+        None => url.to_string(),
+    }
+}
 
 pub struct Migration {
     pub version: i32,
@@ -829,6 +859,18 @@ async fn abandon(obj: deadpool_postgres::Object, canceller: Canceller) {
 #[cfg(test)]
 mod target_tests {
     use super::*;
+
+    #[test]
+    fn the_local_urls_follow_the_cluster_s_port() {
+        assert_eq!(on_port(LOCAL_OWNER_URL, None), LOCAL_OWNER_URL);
+        assert_eq!(
+            on_port(LOCAL_RUNTIME_URL, Some(" 54330 ")),
+            "postgres://mosaic_runtime:mosaic_runtime@127.0.0.1:54330/mosaic"
+        );
+        for not_a_port in ["", "0", "65536", "54330x", "-1"] {
+            assert_eq!(on_port(LOCAL_OWNER_URL, Some(not_a_port)), LOCAL_OWNER_URL);
+        }
+    }
 
     #[test]
     fn tls_options_are_taken_out_of_urls_and_key_value_strings() {
