@@ -962,6 +962,52 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
         assert_eq!(catalog_digest(&c).await, before, "{rating}");
     }
 
+    // A file with Windows line ends (spreadsheets, Python's `csv`) names
+    // the same lines, the header's included; a line break inside a quoted
+    // cell is one line more.
+    let crlf = dir.join("crlf.csv");
+    let text = format!(
+        "{header}\r\n{}\r\n{}\r\n{}\r\n",
+        row("C1", "4.5"),
+        row("C2", "4.5").replace("Csvbrand C2 Lamp", "\"Csvbrand C2\r\nLamp\""),
+        row("C3", "NaN")
+    );
+    std::fs::write(&crlf, text).unwrap();
+    assert_eq!(
+        refused(&mut c, &crlf).await,
+        "crlf.csv:5: field `rating`: must be a number"
+    );
+    std::fs::write(&crlf, format!("{header}\r\n{}\r\n", row("C1", "NaN"))).unwrap();
+    assert_eq!(
+        refused(&mut c, &crlf).await,
+        "crlf.csv:2: field `rating`: must be a number"
+    );
+    std::fs::write(
+        &crlf,
+        format!(
+            "{header},title\r\n{},Csvbrand C1 Desk Lamp\r\n",
+            row("C1", "4.5")
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        refused(&mut c, &crlf).await,
+        "crlf.csv:1: field `title`: column `title` appears twice in the header"
+    );
+    // Its last column reads without the `\r`, a quoted cell's break as `\n`.
+    std::fs::write(
+        &crlf,
+        format!(
+            "{header}\r\n{}\r\n",
+            row("C1", "4.5").replace("Csvbrand C1 Lamp", "\"Csvbrand C1\r\nLamp\"")
+        ),
+    )
+    .unwrap();
+    let rows = import::read_products(&crlf).unwrap();
+    assert_eq!(rows[0].1.rating, Some(4.5));
+    assert_eq!(rows[0].1.title, "Csvbrand C1\nLamp");
+    assert_eq!(catalog_digest(&c).await, before);
+
     // A column named twice: its later cell would overwrite the earlier one.
     let csv = dir.join("twice.csv");
     std::fs::write(

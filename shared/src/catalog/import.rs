@@ -591,6 +591,72 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>, ImportError> {
     })
 }
 
+/// A file's bytes with each `\r` that ends a line (`\r\n`, as spreadsheets
+/// and Python's `csv` module write CSV) left out, inside a quoted cell too
+/// (its line breaks read as `\n`). The CSV reader counts a record's line by
+/// the line feeds before it, and ends a record at the `\r`: without this,
+/// every record of such a file was said to be on the line before its own.
+struct LineFeeds<R> {
+    inner: R,
+    /// A `\r` that ended the last chunk, not yet known to end a line.
+    held_cr: bool,
+}
+
+impl<R: BufRead> LineFeeds<R> {
+    fn new(inner: R) -> Self {
+        LineFeeds {
+            inner,
+            held_cr: false,
+        }
+    }
+}
+
+impl<R: BufRead> std::io::Read for LineFeeds<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let buf = self.inner.fill_buf()?;
+            if buf.is_empty() {
+                // The end: a held `\r` ended no line.
+                return Ok(match std::mem::take(&mut self.held_cr) {
+                    true => {
+                        out[0] = b'\r';
+                        1
+                    }
+                    false => 0,
+                });
+            }
+            if std::mem::take(&mut self.held_cr) && buf[0] != b'\n' {
+                out[0] = b'\r';
+                return Ok(1);
+            }
+            let (mut read, mut written) = (0, 0);
+            while read < buf.len() && written < out.len() {
+                let b = buf[read];
+                read += 1;
+                if b == b'\r' {
+                    match buf.get(read) {
+                        Some(b'\n') => continue,
+                        Some(_) => {}
+                        None => {
+                            self.held_cr = true;
+                            break;
+                        }
+                    }
+                }
+                out[written] = b;
+                written += 1;
+            }
+            self.inner.consume(read);
+            if written > 0 {
+                return Ok(written);
+            }
+        }
+    }
+}
+
 /// The file's name without a trailing `.gz`, to tell its format.
 fn inner_name(path: &Path) -> &Path {
     match path.extension() {
@@ -634,7 +700,7 @@ pub fn read_products(path: &Path) -> Result<Vec<(u64, Product)>, ImportError> {
         return read_jsonl(path, product_from);
     }
     let file = file_name(path);
-    let mut reader = csv::Reader::from_reader(open(path)?);
+    let mut reader = csv::Reader::from_reader(LineFeeds::new(open(path)?));
     let headers = reader
         .headers()
         .map_err(|e| ImportError {
@@ -1051,6 +1117,30 @@ pub async fn import(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn line_ends_of_two_bytes_read_as_line_feeds_whatever_the_chunks() {
+        use std::io::Read;
+        let text = b"a,b\r\nc,\"d\re\"\r\n\r\nf\rg\r";
+        let want = b"a,b\nc,\"d\re\"\n\nf\rg\r".to_vec();
+        // Every chunk size the underlying reader may hand out, and every
+        // size of read, so a `\r` falls at each chunk's edge.
+        for chunk in 1..=text.len() {
+            for read in 1..=4 {
+                let inner = std::io::BufReader::with_capacity(chunk, &text[..]);
+                let mut r = super::LineFeeds::new(inner);
+                let (mut got, mut buf) = (Vec::new(), vec![0u8; read]);
+                loop {
+                    let n = r.read(&mut buf).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                assert_eq!(got, want, "chunks of {chunk}, reads of {read}");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]
