@@ -117,6 +117,24 @@ impl Error {
         }
     }
 
+    /// [`Error::unknown_field`] for a key this service knows elsewhere,
+    /// with where it goes (`hint`, written by the service, never by the
+    /// caller).
+    pub fn misplaced_field(field: &str, hint: &str) -> Self {
+        match Self::unknown_field(field) {
+            Error::Invalid {
+                code,
+                field,
+                message,
+            } => Error::Invalid {
+                code,
+                field,
+                message: format!("{message}: {hint}"),
+            },
+            other => other,
+        }
+    }
+
     pub fn invalid_json(message: impl Into<String>) -> Self {
         Error::Invalid {
             code: Code::InvalidJson,

@@ -406,6 +406,12 @@ fn split_fields(
             }
         } else if shape == Shape::Flat && FILTER_FIELDS.contains(&key.as_str()) {
             parse_filter(&mut filters, key, v, key)?;
+        } else if FILTER_FIELDS.contains(&key.as_str()) {
+            // The tools' flat arguments, sent to the HTTP route.
+            return Err(Error::misplaced_field(
+                key,
+                &format!("a filter goes inside `filters`, as in {{\"filters\": {{\"{key}\": …}}}}"),
+            ));
         } else {
             return Err(Error::unknown_field(key));
         }
@@ -672,6 +678,38 @@ mod tests {
             ),
             "max_price_cents"
         );
+    }
+
+    #[test]
+    fn a_filter_beside_the_query_over_http_says_where_it_goes() {
+        let profile = RetrievalProfile::default();
+        let e = SearchRequest::from_json(
+            &json!({"query": "kettle", "max_price_cents": 100}),
+            Shape::Nested,
+            &profile,
+        )
+        .unwrap_err();
+        let body = e.body();
+        assert_eq!(
+            (
+                body["error"]["code"].as_str(),
+                body["error"]["field"].as_str()
+            ),
+            (Some("unknown_field"), Some("max_price_cents"))
+        );
+        assert_eq!(
+            body["error"]["message"],
+            "unknown field `max_price_cents`: a filter goes inside `filters`, as in \
+             {\"filters\": {\"max_price_cents\": …}}"
+        );
+        // Any other key is unknown, without a hint.
+        let e = SearchRequest::from_json(
+            &json!({"query": "kettle", "maxprice": 1}),
+            Shape::Nested,
+            &profile,
+        )
+        .unwrap_err();
+        assert_eq!(e.body()["error"]["message"], "unknown field `maxprice`");
     }
 
     #[test]
