@@ -39,11 +39,30 @@ if [ -f "$STATE/serve.pid" ] && kill -0 "$(cat "$STATE/serve.pid")" 2>/dev/null;
   kill "$(cat "$STATE/serve.pid")" && sleep 1
 fi
 MOSAIC_LOG=info nohup "$MOSAIC" serve --addr "$ADDR" >"$STATE/serve.log" 2>&1 &
-echo $! >"$STATE/serve.pid"
+SERVER_PID=$!
+echo "$SERVER_PID" >"$STATE/serve.pid"
+# The server log's last lines, without a backtrace's frames.
+log_tail() { sed '/^Stack backtrace:/,$d' "$STATE/serve.log" | tail -n 20 >&2; }
+# Ready when it answers a search; a server that exits (a port in use, a
+# database it refuses) or stays silent stops the demo with its log.
+ready=
 for _ in $(seq 1 100); do
-  if "$MOSAIC" search --server "$URL" --filter category_key=kettles --limit 1 >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "mosaic serve exited; the end of $STATE/serve.log:" >&2
+    log_tail
+    exit 1
+  fi
+  if "$MOSAIC" search --server "$URL" --filter category_key=kettles --limit 1 >/dev/null 2>&1; then
+    ready=1
+    break
+  fi
   sleep 0.2
 done
+if [ -z "$ready" ]; then
+  echo "mosaic serve did not answer on $URL within 20 s; the end of $STATE/serve.log:" >&2
+  log_tail
+  exit 1
+fi
 echo "mosaic serve is running on $URL (pid $(cat "$STATE/serve.pid"), log $STATE/serve.log)"
 # One unprinted search first: right after a (re)start the database reads the
 # vector index from disk and the model's first call allocates its buffers.
