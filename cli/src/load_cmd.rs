@@ -17,10 +17,13 @@ pub struct LoadArgs {
     /// Generate the deterministic sample catalog (replaces the catalog).
     #[arg(long)]
     sample: bool,
-    /// With --sample: number of products. Otherwise: a products file (.jsonl or .csv).
+    /// With --sample: number of products. Otherwise: a products file, CSV
+    /// (.csv) or JSON Lines (any other name), optionally gzip-compressed
+    /// (.csv.gz, .jsonl.gz); imported over the catalog (products it does
+    /// not name stay).
     #[arg(long)]
     products: Option<String>,
-    /// Evidence file (.jsonl).
+    /// Evidence file, JSON Lines, optionally gzip-compressed (.jsonl.gz).
     #[arg(long)]
     evidence: Option<PathBuf>,
     /// With --sample: generator seed.

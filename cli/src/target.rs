@@ -32,6 +32,9 @@ pub struct TargetArgs {
 impl TargetArgs {
     fn target(&self) -> Result<Target> {
         Ok(match &self.server {
+            Some(url) if !url.starts_with("http://") && !url.starts_with("https://") => {
+                bail!("--server must be a URL starting with http:// or https://, such as http://{url}")
+            }
             Some(url) => Target::Server(url.clone()),
             None => Target::Local(Box::new(self.runtime.ctx(&self.embedder, 2)?)),
         })

@@ -681,10 +681,18 @@ fn read_jsonl<T>(
             continue;
         }
         let value: Value = serde_json::from_str(&line)
-            .map_err(|e| ctx.err(None, format!("not valid JSON: {e}")))?;
-        let obj = value
-            .as_object()
-            .ok_or_else(|| ctx.err(None, "must be a JSON object"))?;
+            .map_err(|e| {
+                ctx.err(
+                    None,
+                    format!("not valid JSON: {e} (the file is read as JSON Lines: one JSON object a line; a products file may also be .csv)"),
+                )
+            })?;
+        let obj = value.as_object().ok_or_else(|| {
+            ctx.err(
+                None,
+                "must be a JSON object (the file is read as JSON Lines: one JSON object a line, not one JSON array)",
+            )
+        })?;
         out.push((ctx.line, parse(obj, &ctx)?));
     }
     Ok(out)
