@@ -8,6 +8,11 @@
 //! calls that must fail. The SDK itself checks every successful result's
 //! structured content against the tool's output schema.
 //!
+//! Where the SDK would not let a client be wrong, the tests speak to the
+//! binary directly: JSON-RPC lines over stdio (malformed ones included,
+//! and the log they leave) and raw HTTP requests (foreign `Host` and
+//! `Origin` values, bodies that are not messages).
+//!
 //! This test belongs to the `mosaic-cli` package (see cli/Cargo.toml) so
 //! that cargo builds the `mosaic` binary for it.
 
@@ -204,14 +209,14 @@ async fn an_mcp_client_over_stdio() {
     check_session(&report, &db, "local:alice").await;
 }
 
-#[tokio::test]
-async fn an_mcp_client_over_streamable_http() {
-    let db = TestDb::with_sample("mcp_http").await;
+/// `mosaic mcp --http 127.0.0.1:0 --allowed-host MCP.Example --principal
+/// NAME` on `db`: the process and the URL it prints.
+async fn http_server(db: &TestDb, principal: &str) -> (tokio::process::Child, String) {
     let mut server = Command::new(MOSAIC);
     server
         .arg("mcp")
         .args(["--http", "127.0.0.1:0", "--allowed-host", "MCP.Example"])
-        .args(server_args(&db, &["--principal", "bob"]))
+        .args(server_args(db, &["--principal", principal]))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -227,6 +232,13 @@ async fn an_mcp_client_over_streamable_http() {
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
     );
+    (child, url)
+}
+
+#[tokio::test]
+async fn an_mcp_client_over_streamable_http() {
+    let db = TestDb::with_sample("mcp_http").await;
+    let (mut child, url) = http_server(&db, "bob").await;
     http_guards(&url).await;
     let report = client(&["http".to_string(), url]).await;
     assert_eq!(report["transport"], "http");
@@ -269,19 +281,27 @@ fn initialize_body(len: usize) -> Vec<u8> {
     body
 }
 
-/// The status of one POST to the MCP endpoint at `addr` over a fresh
-/// connection, with the headers a client sends (`host` naming `addr`
-/// unless `headers` give one) and `headers`.
-async fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+/// One POST to the MCP endpoint at `addr` over a fresh connection, with
+/// `headers` and the ones a client sends that `headers` do not give
+/// (`host` naming `addr`, JSON content, JSON and event streams accepted):
+/// the status, and with `whole` the response's body (read to the end: the
+/// server closes the connection after it), else nothing past the status
+/// line (an accepted initialize answers on a stream).
+async fn post(addr: &str, headers: &[(&str, &str)], body: &[u8], whole: bool) -> (u16, Vec<u8>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nconnection: close\r\ncontent-type: application/json\r\n\
-         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
+        "POST /mcp HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
     );
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("host: {addr}\r\n"));
+    for (name, value) in [
+        ("host", addr),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ] {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
     }
     for (n, v) in headers {
         head.push_str(&format!("{n}: {v}\r\n"));
@@ -290,25 +310,36 @@ async fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
     let mut req = head.into_bytes();
     req.extend_from_slice(body);
     s.write_all(&req).await.expect("write the request");
-    // The status line is enough: an accepted initialize answers on a
-    // stream.
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let read = async {
-        while !buf.windows(2).any(|w| w == b"\r\n") {
+        loop {
             let n = s.read(&mut chunk).await.expect("read the response");
-            assert!(n > 0, "closed before a status line");
             buf.extend_from_slice(&chunk[..n]);
+            if n == 0 || (!whole && buf.windows(2).any(|w| w == b"\r\n")) {
+                break;
+            }
         }
     };
     tokio::time::timeout(Duration::from_secs(30), read)
         .await
         .expect("an answer in time");
     let line = String::from_utf8_lossy(&buf);
-    line.split(' ')
+    let status = line
+        .split(' ')
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {line:?}"))
+        .unwrap_or_else(|| panic!("no status in {line:?}"));
+    let body = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(end) if whole => buf[end + 4..].to_vec(),
+        _ => Vec::new(),
+    };
+    (status, body)
+}
+
+/// The status of one POST (see [`post`]).
+async fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+    post(addr, headers, body, false).await.0
 }
 
 /// What `mosaic mcp --http ... --allowed-host MCP.Example` refuses before
@@ -419,38 +450,400 @@ async fn a_call_past_the_request_deadline_is_unavailable() {
 /// answers are returned by id. A request longer than a message may be
 /// (64 KiB) is expected to go unanswered.
 async fn raw_session(args: &[String], requests: &[Value]) -> Vec<Value> {
-    use tokio::io::AsyncWriteExt;
+    let answered = |r: &Value| r.get("id").is_some() && r.to_string().len() <= MAX_BODY;
+    let lines: Vec<(Vec<u8>, bool)> = requests
+        .iter()
+        .map(|r| (r.to_string().into_bytes(), answered(r)))
+        .collect();
+    raw_lines(args, &[("MOSAIC_LOG", "error")], &lines).await.0
+}
+
+/// Sends each line of `lines` (without its `\n`) to `mosaic mcp` over
+/// stdio, with `env`; after one marked as answered, reads one line of
+/// stdout before sending the next, so the answers come in the server's
+/// reading order. Then closes stdin: the answers, and the server's stderr
+/// once it has exited.
+async fn raw_lines(
+    args: &[String],
+    env: &[(&str, &str)],
+    lines: &[(Vec<u8>, bool)],
+) -> (Vec<Value>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut child = Command::new(MOSAIC)
         .args(args)
-        .env("MOSAIC_LOG", "error")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("start mosaic mcp");
     let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let answered = |r: &Value| r.get("id").is_some() && r.to_string().len() <= MAX_BODY;
-    let want = requests.iter().filter(|r| answered(r)).count();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr = child.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut log = String::new();
+        stderr.read_to_string(&mut log).await.expect("read stderr");
+        log
+    });
     let mut answers = Vec::new();
-    let session = async {
-        for r in requests {
-            stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
-            stdin.flush().await.unwrap();
-            // One answer before the next request, so the order is the
-            // server's reading order.
-            if answered(r) {
-                let line = lines.next_line().await.unwrap().expect("an answer");
-                answers.push(serde_json::from_str::<Value>(&line).unwrap());
-            }
+    for (n, (line, answered)) in lines.iter().enumerate() {
+        let mut line = line.clone();
+        line.push(b'\n');
+        stdin.write_all(&line).await.unwrap();
+        stdin.flush().await.unwrap();
+        if *answered {
+            let answer = tokio::time::timeout(Duration::from_secs(60), stdout.next_line())
+                .await
+                .unwrap_or_else(|_| panic!("no answer in time to line {}", n + 1))
+                .unwrap()
+                .expect("an answer");
+            answers.push(serde_json::from_str::<Value>(&answer).unwrap());
         }
-    };
-    tokio::time::timeout(SESSION_TIMEOUT, session)
+    }
+    drop(stdin);
+    let status = tokio::time::timeout(SESSION_TIMEOUT, child.wait())
         .await
-        .expect("the raw session finishes in time");
-    assert_eq!(answers.len(), want);
-    answers
+        .expect("the server ends at the end of its input")
+        .unwrap();
+    let log = log.await.unwrap();
+    assert!(status.success(), "{status}: {log}");
+    // Nothing unanswered was answered.
+    assert_eq!(stdout.next_line().await.unwrap(), None, "{log}");
+    (answers, log)
+}
+
+#[tokio::test]
+async fn a_message_that_is_not_one_is_answered_and_the_session_goes_on() {
+    let db = TestDb::with_sample("mcp_bad_frames").await;
+    let mut args = vec!["mcp".to_string()];
+    args.extend(server_args(&db, &["--principal", "alice"]));
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    // Each bad line carries "zebra", which the log must not repeat.
+    let bad: Vec<(Vec<u8>, i64, Value)> = vec![
+        // Not JSON: a parse error, id null.
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"zebra":1}"#.to_vec(),
+            -32700,
+            Value::Null,
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"zebra\xff\"}".to_vec(),
+            -32700,
+            Value::Null,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":3,"method":"zebra"} trailing"#.to_vec(),
+            -32700,
+            Value::Null,
+        ),
+        // JSON, but not a request: invalid request, with the id when it
+        // is a string or a number.
+        (
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":5,"zebra":1}"#.to_vec(),
+            -32600,
+            json!(4),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":"five","method":"tools/call","params":["zebra"]}"#.to_vec(),
+            -32600,
+            json!("five"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":6.5,"method":"ping","params":{"zebra":1}}"#.to_vec(),
+            -32600,
+            json!(6.5),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":true,"method":"ping","params":{"zebra":1}}"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":{"zebra":7},"method":"ping"}"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            br#"{"jsonrpc":"1.0","id":8,"method":"ping","params":{"zebra":1}}"#.to_vec(),
+            -32600,
+            json!(8),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":9,"method":["zebra"]}"#.to_vec(),
+            -32600,
+            json!(9),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":10,"zebra":1}"#.to_vec(),
+            -32600,
+            json!(10),
+        ),
+        (
+            br#"[{"jsonrpc":"2.0","id":11,"method":"ping","params":{"zebra":1}}]"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        (b"[]".to_vec(), -32600, Value::Null),
+        (br#""zebra""#.to_vec(), -32600, Value::Null),
+        // Nested 20,000 deep: read as far as its id.
+        (
+            format!("[\"zebra\",{}]", deep(20_000)).into_bytes(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":12,"method":"ping","params":{{"zebra":{}}}}}"#,
+                deep(20_000)
+            )
+            .into_bytes(),
+            -32600,
+            json!(12),
+        ),
+    ];
+    let mut lines = vec![
+        (init.to_string().into_bytes(), true),
+        (
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                .to_string()
+                .into_bytes(),
+            false,
+        ),
+    ];
+    for (line, _, _) in &bad {
+        lines.push((line.clone(), true));
+    }
+    // The session goes on.
+    lines.push((
+        json!({"jsonrpc": "2.0", "id": 13, "method": "tools/list", "params": {}})
+            .to_string()
+            .into_bytes(),
+        true,
+    ));
+    let (answers, log) = raw_lines(&args, &[("MOSAIC_LOG", "warn")], &lines).await;
+    assert!(
+        answers[0]["result"]["serverInfo"].is_object(),
+        "{}",
+        answers[0]
+    );
+    for ((line, code, id), answer) in bad.iter().zip(&answers[1..]) {
+        let line = String::from_utf8_lossy(&line[..line.len().min(80)]);
+        assert_eq!(answer["jsonrpc"], "2.0", "{line}: {answer}");
+        assert_eq!(answer["error"]["code"], *code, "{line}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        let want = if *code == -32700 {
+            "Parse error"
+        } else {
+            "Invalid request"
+        };
+        assert!(message.starts_with(want), "{line}: {answer}");
+        // The id is there, null when it cannot be read.
+        assert_eq!(answer.get("id"), Some(id), "{line}: {answer}");
+        assert!(!answer.to_string().contains("zebra"), "{line}: {answer}");
+    }
+    let last = answers.last().unwrap();
+    assert_eq!(last["id"], 13);
+    assert_eq!(last["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(answers.len(), bad.len() + 2);
+    // Each bad line is one line of the log, without its content.
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("mcp: refused a message"))
+        .collect();
+    assert_eq!(refused.len(), bad.len(), "{log}");
+    assert!(!log.contains("zebra"), "{log}");
+}
+
+#[tokio::test]
+async fn the_log_at_info_has_one_line_per_call_without_its_arguments() {
+    let db = TestDb::with_sample("mcp_quiet_log").await;
+    let mut args = vec!["mcp".to_string()];
+    args.extend(server_args(&db, &["--principal", "alice"]));
+    let lines: Vec<(Vec<u8>, bool)> = [
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "client-name-marker", "version": "0"}}}),
+            true,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            false,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "search_products",
+                "arguments": {"query": "argument-marker running shoes", "limit": 3}}}),
+            true,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "get_product_evidence",
+                "arguments": {"retrieval_scope_id": "argument-marker", "product_id": "p"}}}),
+            true,
+        ),
+    ]
+    .into_iter()
+    .map(|(v, answered)| (v.to_string().into_bytes(), answered))
+    .collect();
+    let (answers, log) = raw_lines(&args, &[("MOSAIC_LOG", "info")], &lines).await;
+    assert_eq!(answers[1]["result"]["isError"], false, "{}", answers[1]);
+    assert_eq!(answers[2]["result"]["isError"], true, "{}", answers[2]);
+    let calls: Vec<&str> = log.lines().filter(|l| l.contains("mcp call")).collect();
+    assert_eq!(calls.len(), 2, "{log}");
+    assert!(calls[0].contains("search_products"), "{log}");
+    assert!(calls[1].contains("get_product_evidence"), "{log}");
+    assert!(!log.contains("argument-marker"), "{log}");
+    assert!(!log.contains("client-name-marker"), "{log}");
+    assert!(!log.contains("rmcp"), "{log}");
+
+    // Naming the SDK's target brings its events back: the operator asked.
+    let (_, log) = raw_lines(&args, &[("MOSAIC_LOG", "info,rmcp=info")], &lines).await;
+    assert!(log.contains("rmcp::"), "{log}");
+    assert!(log.contains("client-name-marker"), "{log}");
+}
+
+#[tokio::test]
+async fn a_post_that_is_not_a_message_is_a_400_with_the_json_rpc_error() {
+    let db = TestDb::with_sample("mcp_http_bodies").await;
+    let (mut child, url) = http_server(&db, "bob").await;
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|a| a.strip_suffix("/mcp"))
+        .unwrap();
+    for (body, code, id) in [
+        (br#"{"jsonrpc":"#.to_vec(), -32700, Value::Null),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffing\"}".to_vec(),
+            -32700,
+            Value::Null,
+        ),
+        (br#"5"#.to_vec(), -32600, Value::Null),
+        (
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":5}"#.to_vec(),
+            -32600,
+            json!(7),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":[]}"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+    ] {
+        let shown = String::from_utf8_lossy(&body).to_string();
+        let (status, answer) = post(addr, &[], &body, true).await;
+        assert_eq!(status, 400, "{shown}: {}", String::from_utf8_lossy(&answer));
+        let answer: Value = serde_json::from_slice(&answer)
+            .unwrap_or_else(|e| panic!("{shown}: not JSON ({e}): {answer:?}"));
+        assert_eq!(answer["jsonrpc"], "2.0", "{shown}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{shown}: {answer}");
+        assert_eq!(answer.get("id"), Some(&id), "{shown}: {answer}");
+    }
+    // The refusals before the body's keep their order and their answers:
+    // a foreign Origin is a 403, a body that is not JSON by its type a 415,
+    // a client that does not accept both answers' types a 406, a body over
+    // the limit a 413, whatever the body holds.
+    let not_json = br#"{"jsonrpc":"#;
+    assert_eq!(
+        post_status(addr, &[("origin", "http://attacker.example")], not_json).await,
+        403
+    );
+    assert_eq!(
+        post_status(addr, &[("content-type", "text/plain")], not_json).await,
+        415
+    );
+    assert_eq!(
+        post_status(addr, &[("accept", "application/json")], not_json).await,
+        406
+    );
+    assert_eq!(post_status(addr, &[], &vec![b'['; MAX_BODY + 1]).await, 413);
+    // And a message still passes.
+    assert_eq!(post_status(addr, &[], &initialize_body(200)).await, 200);
+    child.kill().await.expect("stop the server");
+}
+
+#[tokio::test]
+async fn a_host_is_exactly_a_served_name_and_a_port() {
+    let db = TestDb::with_sample("mcp_http_hosts").await;
+    let (mut child, url) = http_server(&db, "bob").await;
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|a| a.strip_suffix("/mcp"))
+        .unwrap();
+    let port = addr.rsplit_once(':').unwrap().1;
+    let init = initialize_body(200);
+    let served = [
+        "localhost".to_string(),
+        format!("LocalHost:{port}"),
+        "127.0.0.1:65535".to_string(),
+        "[::1]".to_string(),
+        format!("[::1]:{port}"),
+        "mcp.example".to_string(),
+        format!("MCP.example:{port}"),
+    ];
+    for host in &served {
+        assert_eq!(
+            post_status(addr, &[("host", host)], &init).await,
+            200,
+            "{host}"
+        );
+    }
+    let refused = [
+        "[::1]evil.example",
+        "[::1]:x",
+        "[::1]:",
+        "[::1]]:80",
+        "[localhost]",
+        "::1",
+        "localhost:notaport",
+        "localhost:",
+        "localhost:0",
+        "localhost:65536",
+        "localhost:+80",
+        "localhost:80:80",
+        "user@localhost",
+        "localhost.",
+        "mcp.example.attacker.example",
+    ];
+    for host in refused {
+        let (status, body) = post(addr, &[("host", host)], &init, true).await;
+        assert_eq!(status, 403, "{host}");
+        assert_eq!(body, b"Forbidden: Host header is not allowed", "{host}");
+    }
+    // A browser's Origin is held to the same names.
+    for origin in [
+        format!("http://localhost:{port}"),
+        "https://[::1]".to_string(),
+        "HTTP://MCP.EXAMPLE:5173".to_string(),
+    ] {
+        assert_eq!(
+            post_status(addr, &[("origin", &origin)], &init).await,
+            200,
+            "{origin}"
+        );
+    }
+    for origin in [
+        "http://[::1]evil.example",
+        "http://localhost:x",
+        "http://user@localhost",
+        "http://localhost/path",
+        "ftp://localhost",
+        "null",
+    ] {
+        let (status, body) = post(addr, &[("origin", origin)], &init, true).await;
+        assert_eq!(status, 403, "{origin}");
+        assert_eq!(body, b"Forbidden: Origin header is not allowed", "{origin}");
+    }
+    child.kill().await.expect("stop the server");
 }
 
 #[tokio::test]

@@ -85,13 +85,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MOSAIC_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     match Cli::parse().command {
         Command::Db(args) => db_cmd::run(args),
         Command::Migrate(args) => migrate_cmd::run(args).await,
@@ -109,5 +103,66 @@ async fn main() -> Result<()> {
         Command::Replay(args) => replay_cmd::run(args).await,
         Command::Receipts(args) => receipts_cmd::run(args).await,
         Command::Stats(args) => stats_cmd::run(args).await,
+    }
+}
+
+/// Logs on stderr, filtered by `MOSAIC_LOG` (`warn` when unset or not a
+/// filter). The MCP SDK's (`rmcp`) events below WARN are left out unless
+/// `MOSAIC_LOG` names its target (`rmcp=debug`, `rmcp::service=info`...):
+/// at INFO and DEBUG it prints the messages it receives whole, a call's
+/// arguments and the client's details included, which a log must not
+/// carry unless asked.
+fn init_logging() {
+    use tracing_subscriber::prelude::*;
+    let (filter, names_rmcp) = match tracing_subscriber::EnvFilter::try_from_env("MOSAIC_LOG") {
+        Ok(filter) => {
+            let spec = std::env::var("MOSAIC_LOG").unwrap_or_default();
+            (filter, names_target(&spec, "rmcp"))
+        }
+        Err(_) => (tracing_subscriber::EnvFilter::new("warn"), false),
+    };
+    let sdk = tracing_subscriber::filter::filter_fn(move |meta| {
+        names_rmcp || *meta.level() <= tracing::Level::WARN || !in_target(meta.target(), "rmcp")
+    });
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(sdk),
+        )
+        .init();
+}
+
+/// Whether a filter's directives (`target[span{field}]=level`, comma
+/// separated) name `target` or a module within it.
+fn names_target(spec: &str, target: &str) -> bool {
+    spec.split(',').any(|directive| {
+        let named = directive.split(['[', '=']).next().unwrap_or("").trim();
+        in_target(named, target)
+    })
+}
+
+/// Whether `module` is `target` or a module within it.
+fn in_target(module: &str, target: &str) -> bool {
+    module
+        .strip_prefix(target)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_names_the_sdk_only_by_its_target() {
+        assert!(names_target("info,rmcp=debug", "rmcp"));
+        assert!(names_target("rmcp", "rmcp"));
+        assert!(names_target("warn, rmcp::service=info", "rmcp"));
+        assert!(names_target("rmcp[serve_inner]=trace", "rmcp"));
+        assert!(!names_target("info", "rmcp"));
+        assert!(!names_target("info,rmcpx=debug,mosaic=rmcp", "rmcp"));
+        assert!(in_target("rmcp::transport::io", "rmcp"));
+        assert!(!in_target("rmcp_macros", "rmcp"));
     }
 }

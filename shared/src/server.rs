@@ -326,7 +326,7 @@ pub fn machine_hosts(ip: std::net::IpAddr) -> Vec<String> {
 /// and the header speaks for whoever the page names.
 pub fn allowed_hosts(bound: std::net::SocketAddr, extra: &[String]) -> Vec<String> {
     let mut hosts = machine_hosts(bound.ip());
-    for h in extra.iter().map(|h| host_name(h)) {
+    for h in extra.iter().map(|h| listed_host_name(h)) {
         if !h.is_empty() && !hosts.contains(&h) {
             hosts.push(h);
         }
@@ -336,56 +336,72 @@ pub fn allowed_hosts(bound: std::net::SocketAddr, extra: &[String]) -> Vec<Strin
 
 /// A `Host` value's name: lower case, without its port and, for an IPv6
 /// address, without its brackets (`[::1]:8787` → `::1`). Empty when the
-/// value is not a host and an optional port: a port must be a number from 1
-/// to 65535, and nothing may follow an IPv6 address's closing bracket but
-/// a port (`[::1]evil.example` and `localhost:x` name nothing).
-fn host_name(value: &str) -> String {
+/// value is not a name or a bracketed IPv6 address, optionally followed by
+/// `:` and a port from 1 to 65535: nothing may follow the closing bracket
+/// but a port (`[::1]evil.example`, `localhost:x` and a bare `::1` name
+/// nothing).
+pub fn host_name(value: &str) -> String {
     let name = value.trim().to_ascii_lowercase();
-    if name.parse::<std::net::Ipv6Addr>().is_ok() {
-        // A bare IPv6 address (`fe80::1`, as `--allowed-host` may give it).
-        return name;
-    }
-    let port_ok = |port: Option<&str>| {
-        port.is_none_or(|p| {
-            p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n > 0)
-        })
-    };
     let (host, port) = match name.strip_prefix('[') {
         Some(v6) => match v6.split_once(']') {
-            Some((addr, "")) => (addr, None),
-            Some((addr, rest)) => match rest.strip_prefix(':') {
-                Some(port) => (addr, Some(port)),
-                None => return String::new(),
-            },
-            None => return String::new(),
+            Some((addr, rest)) if addr.parse::<std::net::Ipv6Addr>().is_ok() => {
+                match rest.strip_prefix(':') {
+                    Some(port) => (addr, Some(port)),
+                    None if rest.is_empty() => (addr, None),
+                    None => return String::new(),
+                }
+            }
+            _ => return String::new(),
         },
         None => match name.split_once(':') {
             Some((host, port)) => (host, Some(port)),
             None => (name.as_str(), None),
         },
     };
-    match port_ok(port) && !host.contains(['[', ']']) {
+    let port_ok = port.is_none_or(|p| {
+        p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n > 0)
+    });
+    match port_ok && !host.contains(['[', ']']) {
         true => host.to_string(),
         false => String::new(),
     }
 }
 
-/// Whether the request's `Host` is among `hosts`, its port and case aside,
-/// and so is the authority of a request target in absolute form
-/// (`GET http://name/…`), which would otherwise name a host unchecked. A
-/// request without a `Host` is refused alike: it names nothing this server
-/// answers to.
-fn host(headers: &HeaderMap, target: &axum::http::Uri, hosts: &[String]) -> Result<(), Error> {
+/// A name the operator lists (`--allowed-host`) as [`host_name`] reads a
+/// `Host`, a bare IPv6 address (`fe80::1`) as well.
+fn listed_host_name(value: &str) -> String {
+    let name = value.trim().to_ascii_lowercase();
+    match name.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => name,
+        Err(_) => host_name(&name),
+    }
+}
+
+/// Whether the request has one `Host` and it names one of `hosts`
+/// ([`host_name`]), and so does the authority of a request target in
+/// absolute form (`GET http://name/…`), which would otherwise name a host
+/// unchecked. A request without a `Host` names nothing this server answers
+/// to. `mosaic serve`, and `mosaic mcp --http` before its SDK's own check.
+pub fn names_allowed_host(headers: &HeaderMap, target: &axum::http::Uri, hosts: &[String]) -> bool {
     let mut values = headers.get_all(axum::http::header::HOST).iter();
     let name = match (values.next(), values.next()) {
         (Some(value), None) => host_name(value.to_str().unwrap_or("")),
         _ => String::new(),
     };
-    let named = |name: &str| !name.is_empty() && hosts.iter().any(|h| h == name);
-    let target_ok = target
-        .authority()
-        .is_none_or(|a| named(&host_name(a.as_str())));
-    match named(&name) && target_ok {
+    names(&name, hosts)
+        && target
+            .authority()
+            .is_none_or(|a| names(&host_name(a.as_str()), hosts))
+}
+
+/// Whether `name` (a [`host_name`]) is one of `hosts`.
+pub fn names(name: &str, hosts: &[String]) -> bool {
+    !name.is_empty() && hosts.iter().any(|h| h == name)
+}
+
+/// [`names_allowed_host`] as the server's refusal.
+fn host(headers: &HeaderMap, target: &axum::http::Uri, hosts: &[String]) -> Result<(), Error> {
+    match names_allowed_host(headers, target, hosts) {
         true => Ok(()),
         false => Err(Error::invalid(
             "host",
@@ -570,6 +586,10 @@ mod tests {
             "localhost:+80",
             "localhost:8787@attacker.example",
             "127.0.0.1:80:80",
+            // A Host writes an IPv6 address in brackets, and only one.
+            "::1",
+            "[localhost]",
+            "[::1]]",
         ] {
             let e = host(&headers(HOST, &[bad]), &origin(), hosts).unwrap_err();
             assert_eq!(
