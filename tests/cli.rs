@@ -323,3 +323,24 @@ async fn the_service_commands_say_what_their_database_lacks_or_why_it_cannot_be_
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_catalog_command_says_which_role_or_login_it_needs() {
+    let db = TestDb::with_sample("cli_owner_hint").await;
+    // The runtime role may not write the schema: the owner role may.
+    let out = mosaic(&["migrate"], &db.runtime_url());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("run it as the owner role"),
+        "{stderr}"
+    );
+    // A wrong password says to check the login, not to start a database.
+    let wrong = db.url().replacen(":mosaic_owner@", ":not-the-password@", 1);
+    assert_ne!(wrong, db.url(), "the test's owner URL carries a password");
+    let out = mosaic(&["migrate"], &wrong);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("check the role and password"),
+        "{stderr}"
+    );
+}

@@ -17,9 +17,9 @@ impl DbArgs {
     /// Connects as the owner role.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
         db::connect(&self.database_url).await.map_err(|e| {
-            anyhow::anyhow!(
-                "cannot connect to the database: {e}\n(for the local one run `mosaic db start` or `make db`)"
-            )
+            let cause = e.to_string();
+            let hint = connect_hint(&cause, "--database-url or MOSAIC_DATABASE_URL");
+            anyhow::anyhow!("cannot connect to the database: {cause}\n({hint})")
         })
     }
 
@@ -36,6 +36,48 @@ impl DbArgs {
             );
         }
         Ok(client)
+    }
+}
+
+/// What to do about a connection that failed with `cause` (its text),
+/// whose connection string comes from `source`.
+pub fn connect_hint(cause: &str, source: &str) -> String {
+    if cause.contains("password authentication failed") || cause.contains("role \"") {
+        format!("check the role and password in {source}")
+    } else if cause.contains("database \"") && cause.contains("does not exist") {
+        format!(
+            "check the database name in {source}; `mosaic db start` creates only the local database `mosaic`"
+        )
+    } else if cause.contains("certificate") || cause.contains("UnknownIssuer") {
+        format!(
+            "the server's certificate is not trusted: add `sslrootcert=FILE` (with `sslmode=require`) to {source}; \
+             the local cluster's CA is .mosaic/pg/tls/ca.crt"
+        )
+    } else {
+        format!(
+            "for the local database run `mosaic db start` or `make db`; elsewhere check {source}"
+        )
+    }
+}
+
+/// An error of a command that writes the schema or the catalog (migrate,
+/// load, embed), with what to do when the database refused it for its
+/// privileges.
+pub fn owner_hint(e: anyhow::Error) -> anyhow::Error {
+    let text = format!("{e:#}");
+    if text.contains("permission denied to create extension") {
+        anyhow::anyhow!(
+            "{text}\n(the extensions vector, pg_trgm and btree_gin need a superuser to create them \
+             once, before `mosaic migrate`: on Aurora or RDS the master user, `CREATE EXTENSION vector; \
+             CREATE EXTENSION pg_trgm; CREATE EXTENSION btree_gin;`)"
+        )
+    } else if text.contains("permission denied") {
+        anyhow::anyhow!(
+            "{text}\n(this command writes the schema or the catalog: run it as the owner role, \
+             --database-url or MOSAIC_DATABASE_URL, not the runtime role)"
+        )
+    } else {
+        e
     }
 }
 

@@ -88,9 +88,9 @@ async fn main() -> Result<()> {
     init_logging();
     match Cli::parse().command {
         Command::Db(args) => db_cmd::run(args),
-        Command::Migrate(args) => migrate_cmd::run(args).await,
-        Command::Load(args) => load_cmd::run(args).await,
-        Command::Embed(args) => embed_cmd::run(args).await,
+        Command::Migrate(args) => migrate_cmd::run(args).await.map_err(args::owner_hint),
+        Command::Load(args) => load_cmd::run(args).await.map_err(args::owner_hint),
+        Command::Embed(args) => embed_cmd::run(args).await.map_err(args::owner_hint),
         Command::Search(args) => search_cmd::run(args).await,
         Command::Evidence(args) => evidence_cmd::run(args).await,
         Command::Compare(args) => compare_cmd::run(args).await,

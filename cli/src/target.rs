@@ -120,11 +120,14 @@ pub fn local_err(e: mosaic::Error) -> anyhow::Error {
     match &e {
         mosaic::Error::Unavailable(cause) | mosaic::Error::Internal(cause) => {
             let hint = match cause.starts_with("database connection") {
-                true => {
-                    "\n(for the local database run `mosaic db start` or `make db`; elsewhere check \
-                         --runtime-database-url or MOSAIC_RUNTIME_DATABASE_URL)"
-                }
-                false => "",
+                true => format!(
+                    "\n({})",
+                    crate::args::connect_hint(
+                        cause,
+                        "--runtime-database-url or MOSAIC_RUNTIME_DATABASE_URL"
+                    )
+                ),
+                false => String::new(),
             };
             anyhow!("{message} ({code}): {cause}{hint}")
         }
