@@ -1113,6 +1113,139 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
 }
 
 /// What an import of `path` that must be refused says.
+#[tokio::test]
+async fn a_replacing_import_removes_what_its_file_does_not_name_and_recounts_the_terms() {
+    let db = TestDb::with_sample("import_replace").await;
+    let mut c = db.owner().await;
+    let dir = std::env::temp_dir().join(format!("mosaic-import-replace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let first: Vec<(String, String)> = c
+        .query(
+            "SELECT product_id, sku FROM catalog.products ORDER BY product_id LIMIT 4",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let before: i64 = c
+        .query_one("SELECT count(*) FROM catalog.products", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let kept_ids: Vec<String> = first[..3].iter().map(|(id, _)| id.clone()).collect();
+    let kept_evidence: i64 = c
+        .query_one(
+            "SELECT count(*) FROM catalog.evidence WHERE product_id = ANY ($1)",
+            &[&kept_ids],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(kept_evidence > 0, "the kept products have evidence");
+
+    // A file of three of the catalog's products and a new one, which takes
+    // the SKU of a product the file does not name.
+    let (gone, gone_sku) = &first[3];
+    let mut lines: Vec<String> = first[..3]
+        .iter()
+        .map(|(id, sku)| product_line(id, sku, serde_json::json!(2599)))
+        .collect();
+    lines.push(product_line("NEW-1", gone_sku, serde_json::json!(1999)));
+    let file = write_file(&dir, "whole.jsonl", &lines);
+    // Without --replace the SKU is still held: nothing changes.
+    let err = refused(&mut c, &file).await;
+    assert!(err.contains(&format!("held by product `{gone}`")), "{err}");
+
+    let report = import::import_with(
+        &mut c,
+        Some(&file),
+        None,
+        import::ImportOptions { replace: true },
+        &mut |_, _, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.removed as i64, before - 3);
+    let mut want = kept_ids.clone();
+    want.push("NEW-1".into());
+    want.sort();
+    let ids = texts(
+        &c,
+        "SELECT product_id FROM catalog.products ORDER BY 1",
+        &[],
+    )
+    .await;
+    assert_eq!(ids, want);
+    let projected = texts(
+        &c,
+        "SELECT product_id FROM search.product_projection ORDER BY 1",
+        &[],
+    )
+    .await;
+    assert_eq!(projected, want);
+    // The removed products' evidence went with them; the kept products' stayed.
+    let evidence: i64 = c
+        .query_one("SELECT count(*) FROM catalog.evidence", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(evidence, kept_evidence);
+    // The term statistics are those of the four products left.
+    assert_eq!(terms_against_a_recount(&c).await, Vec::<String>::new());
+    assert_eq!(domain_count(&c).await, 1);
+
+    // A search finds only what is left.
+    let ctx = mosaic_integration_tests::ctx(&db, mosaic::RetrievalProfile::default());
+    let found = mosaic::search::search(
+        &ctx,
+        &mosaic::Principal::anonymous(),
+        mosaic::search::SearchRequest::from_json(
+            &serde_json::json!({"query": "kettle", "limit": 50}),
+            mosaic::search::Shape::Nested,
+            &ctx.profile,
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let served: Vec<String> = found.results.iter().map(|r| r.product_id.clone()).collect();
+    assert!(
+        !served.is_empty() && served.iter().all(|id| want.contains(id)),
+        "{served:?}"
+    );
+
+    // A replacing import needs products, and a file that holds some.
+    let empty = write_file(&dir, "empty.jsonl", &[]);
+    for path in [Some(empty.as_path()), None] {
+        let err = import::import_with(
+            &mut c,
+            path,
+            None,
+            import::ImportOptions { replace: true },
+            &mut |_, _, _| {},
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("empty the catalog") || err.contains("needs a products file"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        texts(
+            &c,
+            "SELECT product_id FROM catalog.products ORDER BY 1",
+            &[]
+        )
+        .await,
+        want
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 async fn refused(c: &mut Client, path: &std::path::Path) -> String {
     import::import(c, Some(path), None, &mut |_, _, _| {})
         .await

@@ -32,6 +32,10 @@ pub struct LoadArgs {
     /// With --sample: do nothing when the catalog already holds products.
     #[arg(long)]
     if_empty: bool,
+    /// With a products file: the file is the whole catalog; products it
+    /// does not name are removed, with their evidence and vectors.
+    #[arg(long, requires = "products", conflicts_with = "sample")]
+    replace: bool,
 }
 
 /// Prints load progress: one updating line on a terminal, plain lines in logs.
@@ -85,15 +89,22 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         }
         let started = Instant::now();
         let products = args.products.map(PathBuf::from);
-        let report = import::import(
+        let report = import::import_with(
             &mut client,
             products.as_deref(),
             args.evidence.as_deref(),
+            import::ImportOptions {
+                replace: args.replace,
+            },
             &mut progress,
         )
         .await?;
+        let removed = match args.replace {
+            true => format!(", {} removed", report.removed),
+            false => String::new(),
+        };
         println!(
-            "imported {} products and {} evidence units in {:.1} s ({} projection rows refreshed)",
+            "imported {} products and {} evidence units in {:.1} s ({} projection rows refreshed{removed})",
             report.products,
             report.evidence,
             started.elapsed().as_secs_f64(),

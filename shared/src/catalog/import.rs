@@ -47,6 +47,16 @@ pub struct ImportReport {
     pub products: u64,
     pub evidence: u64,
     pub projection_rows: u64,
+    /// Products the import removed from the catalog ([`ImportOptions::replace`]).
+    pub removed: u64,
+}
+
+/// How an import treats the catalog's products that its file does not name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImportOptions {
+    /// Remove them, with their evidence and vectors: the products file is
+    /// the whole catalog (a feed's full export). Off: they stay as they are.
+    pub replace: bool,
 }
 
 struct RowCtx<'a> {
@@ -953,6 +963,27 @@ pub async fn import(
     evidence_path: Option<&Path>,
     progress: Progress<'_>,
 ) -> Result<ImportReport, anyhow::Error> {
+    import_with(
+        client,
+        products_path,
+        evidence_path,
+        ImportOptions::default(),
+        progress,
+    )
+    .await
+}
+
+/// [`import`], with what to do with the products the file does not name.
+pub async fn import_with(
+    client: &mut Client,
+    products_path: Option<&Path>,
+    evidence_path: Option<&Path>,
+    options: ImportOptions,
+    progress: Progress<'_>,
+) -> Result<ImportReport, anyhow::Error> {
+    if options.replace && products_path.is_none() {
+        anyhow::bail!("a replacing import needs a products file: it is the whole catalog");
+    }
     let max_domains = max_domains(|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
     let products = products_path
         .map(read_products)
@@ -968,6 +999,12 @@ pub async fn import(
     }
     if let Some(p) = evidence_path {
         duplicates(&evidence, p, "evidence_id", |r| &r.evidence_id)?;
+    }
+    if options.replace && products.is_empty() {
+        anyhow::bail!(
+            "{}: no products: a replacing import of it would empty the catalog",
+            products_path.map(file_name).unwrap_or_default()
+        );
     }
     let rows = (products.len() + evidence.len()) as u64;
     progress("checked", rows, rows);
@@ -1029,6 +1066,24 @@ pub async fn import(
     .await?;
 
     let products_file = products_path.map(file_name).unwrap_or_default();
+    // A replacing import removes the products its file does not name first
+    // (their projection rows and evidence go with them): their SKUs and
+    // domains are then free for the file's products.
+    let removed = match options.replace {
+        true => {
+            progress("remove", 0, 0);
+            let n = tx
+                .execute(
+                    "DELETE FROM catalog.products p
+                     WHERE NOT EXISTS (SELECT 1 FROM stage_products s WHERE s.product_id = p.product_id)",
+                    &[],
+                )
+                .await?;
+            progress("remove", n, n);
+            n
+        }
+        false => 0,
+    };
     if let Some(c) = sku_conflict(&tx, &product_ids, &product_lines).await? {
         return Err(ImportError {
             file: products_file,
@@ -1115,16 +1170,34 @@ pub async fn import(
         Err(e) => return Err(e.into()),
     };
     progress("projection", projection_rows, n_products);
+    if removed > 0 {
+        // The refresh above counts the terms of the products it rewrote by
+        // difference; those of the removed products are counted out by
+        // counting the catalog's terms, graphs and price bounds again, as
+        // a load does.
+        progress("statistics", 0, 1);
+        tx.batch_execute(
+            "SELECT search.refresh_domain_indexes();
+             SELECT search.refresh_price_indexes();
+             SELECT search.refresh_lexeme_stats();
+             SELECT search.refresh_vocabulary();",
+        )
+        .await?;
+        progress("statistics", 1, 1);
+    }
     tx.commit().await?;
     Ok(ImportReport {
         products: n_products,
         evidence: n_evidence,
         projection_rows,
+        removed,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn line_ends_of_two_bytes_read_as_line_feeds_whatever_the_chunks() {
         use std::io::Read;
@@ -1135,7 +1208,7 @@ mod tests {
         for chunk in 1..=text.len() {
             for read in 1..=4 {
                 let inner = std::io::BufReader::with_capacity(chunk, &text[..]);
-                let mut r = super::LineFeeds::new(inner);
+                let mut r = LineFeeds::new(inner);
                 let (mut got, mut buf) = (Vec::new(), vec![0u8; read]);
                 loop {
                     let n = r.read(&mut buf).unwrap();
@@ -1148,8 +1221,6 @@ mod tests {
             }
         }
     }
-
-    use super::*;
 
     #[test]
     fn the_domains_bound_is_the_setting_when_set_and_valid() {
