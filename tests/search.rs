@@ -1553,10 +1553,7 @@ async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_
         }
     };
     let catalog: i64 = owner
-        .query_one(
-            "SELECT reltuples::bigint FROM pg_class WHERE oid = 'search.product_projection'::regclass",
-            &[],
-        )
+        .query_one("SELECT products FROM search.catalog_stats", &[])
         .await
         .unwrap()
         .get(0);

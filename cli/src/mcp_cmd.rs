@@ -471,8 +471,10 @@ struct TopLevel {
 ///   else a response (`result` or `error` with an `id`): otherwise
 ///   invalid-request (-32600) with the `id` when it is a string or number;
 /// - then the SDK's own reading: a request it cannot read is
-///   invalid-request too; a notification or a response it cannot read is
-///   refused unanswered.
+///   invalid-request too.
+///
+/// A notification or a response is refused unanswered whatever is wrong
+/// with it (stdio writes nothing back; an HTTP POST still gets its 400).
 fn check_message(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Err(Refusal::parse_error("the message is not UTF-8"));
@@ -509,20 +511,31 @@ fn check_message(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Refusal> {
         _ => return Err(Refusal::invalid(Value::Null, "a message is a JSON object")),
     };
     let id = answer_id(fields.get("id"));
+    // What the message means to be, before anything else is checked: a
+    // notification (a `method` without an `id`) or a response (`result` or
+    // `error` without a `method`) is never answered, whatever is wrong with
+    // it, so two peers never answer each other's answers.
+    let has_method = fields.contains_key("method");
+    let unanswered = (has_method && !fields.contains_key("id"))
+        || (!has_method && (fields.contains_key("result") || fields.contains_key("error")));
+    let refuse = |reason: &str| Refusal {
+        unanswered,
+        ..Refusal::invalid(id.clone(), reason)
+    };
     if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(Refusal::invalid(id, "`jsonrpc` must be \"2.0\""));
+        return Err(refuse("`jsonrpc` must be \"2.0\""));
     }
     if fields.get("id").is_some_and(|i| !is_mcp_id(i)) {
-        return Err(Refusal::invalid(id, "`id` must be a string or an integer"));
+        return Err(refuse("`id` must be a string or an integer"));
     }
     let request = match fields.get("method") {
         Some(Value::String(_)) => {
             if fields.get("params").is_some_and(|p| !p.is_object()) {
-                return Err(Refusal::invalid(id, "`params` must be an object"));
+                return Err(refuse("`params` must be an object"));
             }
             fields.contains_key("id")
         }
-        Some(_) => return Err(Refusal::invalid(id, "`method` must be a string")),
+        Some(_) => return Err(refuse("`method` must be a string")),
         None if fields.contains_key("id")
             && (fields.contains_key("result") || fields.contains_key("error")) =>
         {
@@ -1222,11 +1235,6 @@ mod tests {
                 json!("x"),
             ),
             (
-                r#"{"jsonrpc":"2.0","method":"ping","params":5}"#.to_string(),
-                INVALID_REQUEST,
-                json!(null),
-            ),
-            (
                 r#"{"jsonrpc":"2.0","id":3}"#.to_string(),
                 INVALID_REQUEST,
                 json!(3),
@@ -1234,6 +1242,19 @@ mod tests {
         ] {
             let got = refused(&bad).unwrap_or_else(|| panic!("passed: {bad:.60}"));
             assert_eq!((got.0, got.1, got.2), (code, id, false), "{bad:.60}");
+        }
+        // A notification or a response is never answered, whatever is
+        // wrong with it: two peers would answer each other's answers.
+        for bad in [
+            r#"{"jsonrpc":"2.0","method":"ping","params":5}"#,
+            r#"{"jsonrpc":"1.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","method":5}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+        ] {
+            let got = refused(bad).unwrap_or_else(|| panic!("passed: {bad}"));
+            assert_eq!((got.0, got.2), (INVALID_REQUEST, true), "{bad}");
         }
         assert_eq!(
             check_message(b"{\"id\":\"\xff\"}").unwrap_err().code,

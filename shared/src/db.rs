@@ -394,10 +394,12 @@ impl MigrationState {
                 names[0]
             )),
             MigrationState::Unreadable => Some(
-                "this role may not read which migrations the database holds: the database \
-                 lacks this build's migration 0031, or the role is not the runtime role the \
-                 migrations granted to; run `mosaic migrate` (as the owner role, with \
-                 `--runtime-role` naming this role) first"
+                "this role may not read which migrations the database holds, so this build \
+                 cannot tell whether they are all there: the database lacks this build's \
+                 migration 0031 (run `mosaic migrate` as the owner role), or this role is not \
+                 the runtime role the migrations granted to (as the owner: GRANT USAGE ON \
+                 SCHEMA mosaic_meta TO this_role; GRANT SELECT ON mosaic_meta.migrations TO \
+                 this_role)"
                     .to_string(),
             ),
         }

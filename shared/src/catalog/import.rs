@@ -1159,7 +1159,21 @@ pub async fn import_with(
     // at a million products.
     progress("projection", 0, n_products);
     tx.batch_execute("SAVEPOINT projection").await?;
-    let projection_rows = match refresh_projection(&tx, Some(&product_ids)).await {
+    // After a removal the terms are counted again over the whole catalog
+    // below, so only the file's projection rows are rewritten here: the
+    // refresh's own statistics, by difference or whole, would be counted
+    // twice.
+    let refreshed = match removed {
+        0 => refresh_projection(&tx, Some(&product_ids)).await,
+        _ => tx
+            .query_one(
+                "SELECT search.refresh_projection($1::text[])",
+                &[&product_ids],
+            )
+            .await
+            .map(|r| r.get::<_, i64>(0) as u64),
+    };
+    let projection_rows = match refreshed {
         Ok(rows) => rows,
         Err(e) if tsvector_too_long(&e) => {
             tx.batch_execute("ROLLBACK TO SAVEPOINT projection").await?;
@@ -1171,16 +1185,18 @@ pub async fn import_with(
     };
     progress("projection", projection_rows, n_products);
     if removed > 0 {
-        // The refresh above counts the terms of the products it rewrote by
-        // difference; those of the removed products are counted out by
-        // counting the catalog's terms, graphs and price bounds again, as
-        // a load does.
+        // The removed products' terms, graphs and price bounds are counted
+        // out by counting the catalog's again, as a load does. The graphs
+        // come last: dropping the graph of a domain the removal emptied
+        // locks the projection against searches until the commit. Then
+        // the planner's statistics, which the removal made stale.
         progress("statistics", 0, 1);
         tx.batch_execute(
-            "SELECT search.refresh_domain_indexes();
+            "SELECT search.refresh_lexeme_stats();
+             SELECT search.refresh_vocabulary();
              SELECT search.refresh_price_indexes();
-             SELECT search.refresh_lexeme_stats();
-             SELECT search.refresh_vocabulary();",
+             SELECT search.refresh_domain_indexes();
+             ANALYZE catalog.products; ANALYZE catalog.evidence; ANALYZE search.product_projection;",
         )
         .await?;
         progress("statistics", 1, 1);

@@ -8,10 +8,14 @@
 -- one of them is held by so many products that fewer than $11 are left,
 -- the count is not taken (NULL); the third column is then the catalog's
 -- size less the most products one of the words is held by, the fourth
--- that number. The vocabulary also reads a product's identity text (its
--- aliases), which the negation does not, so this is an estimate: it only
--- chooses the route, and the exact scan applies the predicate to every
--- row. Otherwise the row is the plain probe's.
+-- that number. Both come from the tables every load and import keeps in
+-- its own transaction (search.catalog_stats, search.vocabulary), so the
+-- same catalog gives the same estimate. The vocabulary also reads a
+-- product's identity text (its aliases, the letters of its SKU), which
+-- the negation does not, so it is an estimate: it only chooses the route,
+-- and the exact scan applies the predicate to every row. Otherwise the
+-- row is the plain probe's (the catalog's size by the planner's estimate
+-- in the second column, as there).
 SELECT CASE WHEN b.known THEN NULL ELSE (SELECT count(*) FROM (
     SELECT 1
     FROM search.product_projection pp
@@ -31,11 +35,13 @@ SELECT CASE WHEN b.known THEN NULL ELSE (SELECT count(*) FROM (
     LIMIT $11
 ) probe) END,
        b.products,
-       CASE WHEN b.known THEN greatest(b.products - b.most, 0) END,
+       CASE WHEN b.known THEN greatest(b.held - b.most, 0) END,
        CASE WHEN b.known THEN b.most END
-FROM (SELECT s.products, s.most, (s.most > 0 AND s.products - s.most < $11) AS known
+FROM (SELECT s.products, s.held, s.most,
+             (s.held IS NOT NULL AND s.most > 0 AND s.held - s.most < $11) AS known
       FROM (SELECT (SELECT greatest(c.reltuples, 0)::bigint FROM pg_catalog.pg_class c
                     WHERE c.oid = 'search.product_projection'::regclass) AS products,
+                   (SELECT cs.products::bigint FROM search.catalog_stats cs) AS held,
                    CASE WHEN $12::text[] IS NULL THEN 0 ELSE
                      (SELECT coalesce(max(v.products), 0)::bigint FROM search.vocabulary v
                       WHERE v.word = ANY ($12::text[])) END AS most) s) b;
