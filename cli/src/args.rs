@@ -121,20 +121,12 @@ impl RuntimeArgs {
         .ok()
         .flatten();
         match state {
-            Some(db::MigrationState::Lacking(names)) => {
-                anyhow::bail!(
-                    "{}",
-                    db::MigrationState::Lacking(names)
-                        .problem()
-                        .unwrap_or_default()
-                )
+            Some(state @ db::MigrationState::Lacking(_)) => {
+                anyhow::bail!("{}", state.problem().unwrap_or_default())
             }
-            // A role granted by hand may lack only the record's read: say
-            // so, and go on.
-            Some(state @ db::MigrationState::Unreadable) => {
-                tracing::warn!("{}", state.problem().unwrap_or_default());
-                Ok(())
-            }
+            // A role granted by hand may lack only the record's read: the
+            // context's start-up check says so (`config::build_context`),
+            // and the command goes on.
             _ => Ok(()),
         }
     }
