@@ -1033,16 +1033,7 @@ async fn the_importer_refuses_what_would_be_lost_or_cannot_be_written_and_names_
 
     // A SKU held by a product outside the import names the row, the SKU and
     // its holder (not the database's unique violation).
-    let held: Vec<(String, String)> = c
-        .query(
-            "SELECT product_id, sku FROM catalog.products ORDER BY product_id LIMIT 2",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let held = first_products(&c, 2).await;
     let [(p1, sku1), (p2, sku2)] = [held[0].clone(), held[1].clone()];
     let taken = write_file(
         &dir,
@@ -1119,16 +1110,7 @@ async fn a_replacing_import_removes_what_its_file_does_not_name_and_recounts_the
     let mut c = db.owner().await;
     let dir = std::env::temp_dir().join(format!("mosaic-import-replace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let first: Vec<(String, String)> = c
-        .query(
-            "SELECT product_id, sku FROM catalog.products ORDER BY product_id LIMIT 4",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let first = first_products(&c, 4).await;
     let before: i64 = c
         .query_one("SELECT count(*) FROM catalog.products", &[])
         .await
@@ -1244,6 +1226,19 @@ async fn a_replacing_import_removes_what_its_file_does_not_name_and_recounts_the
         want
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The ids and SKUs of the catalog's first `n` products by id.
+async fn first_products(c: &Client, n: i64) -> Vec<(String, String)> {
+    c.query(
+        "SELECT product_id, sku FROM catalog.products ORDER BY product_id LIMIT $1",
+        &[&n],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
 }
 
 async fn refused(c: &mut Client, path: &std::path::Path) -> String {

@@ -342,14 +342,18 @@ async fn post_status(addr: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
     post(addr, headers, body, false).await.0
 }
 
+/// The `host:port` of an MCP endpoint's URL (`http://host:port/mcp`).
+fn address_of(url: &str) -> &str {
+    url.strip_prefix("http://")
+        .and_then(|a| a.strip_suffix("/mcp"))
+        .expect("an MCP endpoint's URL")
+}
+
 /// What `mosaic mcp --http ... --allowed-host MCP.Example` refuses before
 /// any MCP runs: a foreign `Host`, a browser `Origin` that does not name
 /// this machine or the listed name, and a body over 64 KiB.
 async fn http_guards(url: &str) {
-    let addr = url
-        .strip_prefix("http://")
-        .and_then(|a| a.strip_suffix("/mcp"))
-        .unwrap();
+    let addr = address_of(url);
     let port = addr.rsplit_once(':').unwrap().1;
     let init = initialize_body(200);
     for (headers, want) in [
@@ -711,10 +715,7 @@ async fn the_log_at_info_has_one_line_per_call_without_its_arguments() {
 async fn a_post_that_is_not_a_message_is_a_400_with_the_json_rpc_error() {
     let db = TestDb::with_sample("mcp_http_bodies").await;
     let (mut child, url) = http_server(&db, "bob").await;
-    let addr = url
-        .strip_prefix("http://")
-        .and_then(|a| a.strip_suffix("/mcp"))
-        .unwrap();
+    let addr = address_of(&url);
     for (body, code, id) in [
         (br#"{"jsonrpc":"#.to_vec(), -32700, Value::Null),
         (
@@ -775,10 +776,7 @@ async fn a_post_that_is_not_a_message_is_a_400_with_the_json_rpc_error() {
 async fn a_host_is_exactly_a_served_name_and_a_port() {
     let db = TestDb::with_sample("mcp_http_hosts").await;
     let (mut child, url) = http_server(&db, "bob").await;
-    let addr = url
-        .strip_prefix("http://")
-        .and_then(|a| a.strip_suffix("/mcp"))
-        .unwrap();
+    let addr = address_of(&url);
     let port = addr.rsplit_once(':').unwrap().1;
     let init = initialize_body(200);
     let served = [

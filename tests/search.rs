@@ -1535,6 +1535,23 @@ async fn a_negated_term_stays_excluded_in_the_back_off_and_in_every_arm() {
     }
 }
 
+/// `query`'s search (50 results, with diagnostics), its semantic route,
+/// eligible estimate and semantic arm.
+async fn semantic_of(
+    ctx: &Ctx,
+    query: &str,
+) -> (SearchResponse, Option<String>, Option<i64>, arms::ArmResult) {
+    let r = run(
+        ctx,
+        json!({"query": query, "include_diagnostics": true, "limit": 50}),
+    )
+    .await
+    .unwrap();
+    let d = r.diagnostics.clone().unwrap();
+    let arm = d.arms[Arm::Semantic].clone();
+    (r, d.semantic_route, d.eligible_estimate, arm)
+}
+
 #[tokio::test]
 async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_a_count() {
     let db = TestDb::with_sample("negation_bound").await;
@@ -1564,22 +1581,10 @@ async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_
         catalog - most > threshold && catalog - some > threshold,
         "the default threshold must count with either word"
     );
-    let semantic = |r: &SearchResponse| {
-        let d = r.diagnostics.clone().unwrap();
-        let arm = d.arms[Arm::Semantic].clone();
-        (d.semantic_route, d.eligible_estimate, arm)
-    };
-
     // A word every product holds: nothing can be eligible, and the arm
     // says so without testing any row's text for it.
     let c = ctx(&db, RetrievalProfile::default());
-    let r = run(
-        &c,
-        json!({"query": "portable speaker -pick", "include_diagnostics": true}),
-    )
-    .await
-    .unwrap();
-    let (route, estimate, arm) = semantic(&r);
+    let (r, route, estimate, arm) = semantic_of(&c, "portable speaker -pick").await;
     assert_eq!(route.as_deref(), Some("exact"));
     assert_eq!(
         (estimate, arm.held_by_a_negated_word),
@@ -1589,13 +1594,7 @@ async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_
     assert!(r.results.is_empty());
 
     // A word held by fewer: the arm counts, as without negated words.
-    let r = run(
-        &c,
-        json!({"query": "portable speaker -plus", "include_diagnostics": true}),
-    )
-    .await
-    .unwrap();
-    let (route, estimate, arm) = semantic(&r);
+    let (_, route, estimate, arm) = semantic_of(&c, "portable speaker -plus").await;
     assert_eq!(route.as_deref(), Some("hnsw"));
     assert_eq!(
         (estimate, arm.held_by_a_negated_word),
@@ -1612,13 +1611,7 @@ async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_
     };
     let c = ctx(&db, wide.clone());
     let q = "portable speaker -True";
-    let r = run(
-        &c,
-        json!({"query": q, "include_diagnostics": true, "limit": 50}),
-    )
-    .await
-    .unwrap();
-    let (route, estimate, arm) = semantic(&r);
+    let (r, route, estimate, arm) = semantic_of(&c, q).await;
     assert_eq!(route.as_deref(), Some("exact"));
     assert_eq!(
         (estimate, arm.held_by_a_negated_word),
@@ -1647,13 +1640,8 @@ async fn a_negated_word_most_products_hold_sends_the_semantic_arm_exact_without_
     );
 
     // A negated code is no vocabulary word: the arm counts.
-    let r = run(
-        &c,
-        json!({"query": "portable speaker -v2", "include_diagnostics": true}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(semantic(&r).2.held_by_a_negated_word, None);
+    let (_, _, _, arm) = semantic_of(&c, "portable speaker -v2").await;
+    assert_eq!(arm.held_by_a_negated_word, None);
 }
 
 /// The names of the per-domain partial HNSW indexes.
