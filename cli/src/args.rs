@@ -97,37 +97,28 @@ impl RuntimeArgs {
     /// unavailable"; one that cannot be reached is left to the operation,
     /// whose error then says why.
     pub fn ctx(&self, embedder: &EmbedderArgs, connections: usize) -> Result<mosaic::Ctx> {
-        embedder::block_on(self.check_migrations())?;
         let settings = mosaic::config::Settings::from_lookup(|k| match k {
             "MOSAIC_DATABASE_URL" => Some(self.url.clone()),
             k if k.starts_with("MOSAIC_DB_") => None,
             k => embedder.lookup(k),
         })
         .map_err(anyhow::Error::msg)?;
-        embedder::block_on(mosaic::config::build_context(&settings, connections))
-            .map_err(anyhow::Error::msg)
-    }
-
-    /// Refuses a database that lacks one of this build's migrations (or
-    /// whose record this role may not read); an unreachable one passes.
-    async fn check_migrations(&self) -> Result<()> {
-        // Bounded as the service's own connections are: an address that
-        // never answers is the operation's to report.
-        let state = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            let client = db::connect(&self.url).await.ok()?;
-            db::migration_state(&client).await.ok()
-        })
-        .await
-        .ok()
-        .flatten();
-        match state {
-            Some(state @ db::MigrationState::Lacking(_)) => {
-                anyhow::bail!("{}", state.problem().unwrap_or_default())
+        embedder::block_on(async {
+            let ctx = mosaic::config::build_context(&settings, connections)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            match mosaic::config::migrations_at_start(&ctx).await {
+                Some(state @ db::MigrationState::Lacking(_)) => {
+                    anyhow::bail!("{}", state.problem().unwrap_or_default())
+                }
+                // A role granted by hand may lack only the record's read:
+                // said, and the command goes on.
+                Some(state @ db::MigrationState::Unreadable) => {
+                    tracing::warn!("{}", state.problem().unwrap_or_default())
+                }
+                _ => {}
             }
-            // A role granted by hand may lack only the record's read: the
-            // context's start-up check says so (`config::build_context`),
-            // and the command goes on.
-            _ => Ok(()),
-        }
+            Ok(ctx)
+        })
     }
 }

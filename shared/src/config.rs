@@ -431,6 +431,22 @@ const VECTOR_SAMPLE_PAGES: i64 = 512;
 /// database cannot say now (a warning): an unreachable database postpones
 /// the checks to each request, because outages must degrade per request,
 /// not per container.
+/// This build's migrations in the context's database, read once at
+/// start-up through its pool (and its connect timeout): a database without
+/// one of them fails every statement that needs it. `None` when the
+/// database cannot say now. Each entry point decides what a gap means: the
+/// functions log it, the `mosaic` commands refuse to start.
+pub async fn migrations_at_start(ctx: &Ctx) -> Option<crate::db::MigrationState> {
+    let conn = ctx.pool.get().await.ok()?;
+    match crate::db::migration_state(&conn).await {
+        Ok(state) => Some(state),
+        Err(e) => {
+            tracing::warn!(error = %crate::db::describe_connect_error(&e), "could not read the database's migrations; not checked");
+            None
+        }
+    }
+}
+
 async fn vectors_at_start(ctx: &Ctx) -> Option<VectorsAtStart> {
     let conn = match ctx.pool.get().await {
         Ok(c) => c,
@@ -443,15 +459,6 @@ async fn vectors_at_start(ctx: &Ctx) -> Option<VectorsAtStart> {
             return None;
         }
     };
-    // A database without this build's migrations fails every statement
-    // that needs one: say so once, where the operator looks first.
-    match crate::db::migration_state(&conn).await.map(|s| s.problem()) {
-        Ok(Some(problem)) => tracing::warn!("{problem}"),
-        Ok(None) => {}
-        Err(e) => {
-            tracing::warn!(error = %crate::db::describe_connect_error(&e), "could not read the database's migrations; not checked")
-        }
-    }
     let column = match crate::db::embedding_dimension(&conn).await {
         Ok(dim) => dim,
         Err(e) => {

@@ -170,6 +170,14 @@ pub async fn run(op: Operation) -> Result<(), lambda_runtime::Error> {
             Err(e @ ProofKeyError::Invalid(_)) => return Err(e.into()),
         };
         let ctx = build_context(&settings, 1).await?;
+        // A database behind this build: said where the operator looks
+        // first; the calls that need a missing migration answer 503.
+        if let Some(problem) = crate::config::migrations_at_start(&ctx)
+            .await
+            .and_then(|state| state.problem())
+        {
+            tracing::warn!("{problem}");
+        }
         let handler = Handler {
             op,
             ctx,
