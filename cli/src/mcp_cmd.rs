@@ -50,7 +50,7 @@
 //!   checks stay.
 
 use anyhow::{bail, Context, Result};
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -656,7 +656,8 @@ async fn guard(State(hosts): State<Arc<Vec<String>>>, req: Request, next: Next) 
     if parts.method != Method::POST || !reads_the_body(&parts.headers) {
         return next.run(Request::from_parts(parts, body)).await;
     }
-    let bytes = match read_body(body, mosaic::http::MAX_BODY).await {
+    // One byte over the limit is enough for the SDK's own 413.
+    let bytes = match mosaic::server::read_capped(body, mosaic::http::MAX_BODY + 1).await {
         Ok(bytes) => bytes,
         Err(e) => {
             tracing::warn!(error = %e, "mcp: cannot read a request body");
@@ -697,23 +698,6 @@ fn plain(status: StatusCode, message: &'static str) -> Response {
 /// bidirectional characters.
 fn shown_header(value: &HeaderValue) -> String {
     mosaic::error::shown_key(&String::from_utf8_lossy(value.as_bytes()))
-}
-
-/// The body, read until its end or until it is over `limit` bytes.
-async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, axum::Error> {
-    let mut read = Vec::new();
-    while let Some(frame) =
-        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
-    {
-        if let Ok(data) = frame?.into_data() {
-            read.extend_from_slice(&data);
-            if read.len() > limit {
-                read.truncate(limit + 1);
-                break;
-            }
-        }
-    }
-    Ok(Bytes::from(read))
 }
 
 /// Whether the request has no `Origin`, or one that is exactly `http://` or

@@ -463,8 +463,9 @@ async fn read_in_time(body: Body, cap: usize, deadline: Instant) -> Result<Vec<u
 
 /// Reads at most `cap` bytes of the body. Past the cap, up to [`DRAIN`]
 /// more bytes are read and discarded (for at most [`DRAIN_TIME`]) so that a
-/// client still sending sees the 413 instead of a broken pipe.
-async fn read_capped(body: Body, cap: usize) -> Result<Vec<u8>, Error> {
+/// client still sending sees the 413 instead of a broken pipe. `mosaic
+/// serve`, and `mosaic mcp --http` before its SDK reads the body.
+pub async fn read_capped(body: Body, cap: usize) -> Result<Vec<u8>, Error> {
     let mut stream = body.into_data_stream();
     let mut out = Vec::new();
     while let Some(chunk) = stream.next().await {

@@ -1195,10 +1195,10 @@ pub async fn import_with(
             "SELECT search.refresh_lexeme_stats();
              SELECT search.refresh_vocabulary();
              SELECT search.refresh_price_indexes();
-             SELECT search.refresh_domain_indexes();
-             ANALYZE catalog.products; ANALYZE catalog.evidence; ANALYZE search.product_projection;",
+             SELECT search.refresh_domain_indexes();",
         )
         .await?;
+        tx.batch_execute(super::load::ANALYZE_CATALOG).await?;
         progress("statistics", 1, 1);
     }
     tx.commit().await?;

@@ -231,10 +231,7 @@ where
     progress("projection", 0, n);
     let projection_rows = refresh_projection(&tx, None).await?;
     progress("projection", projection_rows, n);
-    tx.batch_execute(
-        "ANALYZE catalog.products; ANALYZE catalog.evidence; ANALYZE search.product_projection",
-    )
-    .await?;
+    tx.batch_execute(ANALYZE_CATALOG).await?;
     tx.commit().await?;
     Ok(LoadReport {
         products,
@@ -243,6 +240,11 @@ where
         seconds: started.elapsed().as_secs_f64(),
     })
 }
+
+/// The planner's statistics of the tables a load rewrites, and an import
+/// that removes products shrinks.
+pub(super) const ANALYZE_CATALOG: &str =
+    "ANALYZE catalog.products; ANALYZE catalog.evidence; ANALYZE search.product_projection";
 
 /// Rebuilds the projection rows of the given products (all when `None`)
 /// and what is derived from them, in one statement

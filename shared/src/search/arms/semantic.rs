@@ -109,8 +109,8 @@ pub async fn semantic_on<C: GenericClient>(
     )?;
     let catalog_rows: i64 = counted.get(1);
     // Without a count, the vocabulary holds a negated word in all but at
-    // most the threshold's products (`eligible_count.sql`): that estimate
-    // stands for the count, and the route is exact.
+    // most the threshold's products (`eligible_count_negated.sql`): that
+    // estimate stands for the count, and the route is exact.
     let (eligible, held_by_a_negated_word) = match counted.get::<_, Option<i64>>(0) {
         Some(n) => (n, None),
         None => (counted.get::<_, i64>(2), Some(counted.get::<_, i64>(3))),
@@ -215,12 +215,9 @@ pub async fn semantic_on<C: GenericClient>(
 /// Either row is (count or NULL, catalog size, estimate, most holders).
 fn probe_statement<'a>(elig: &'a Eligibility, stop: &'a i64) -> (&'static str, Vec<Typed<'a>>) {
     match elig.negated_vocabulary() {
-        Some(_) => (
+        words @ Some(_) => (
             ELIGIBLE_COUNT_NEGATED_SQL,
-            elig.typed(&[
-                (stop, Type::INT8),
-                (elig.negated_vocabulary(), Type::TEXT_ARRAY),
-            ]),
+            elig.typed(&[(stop, Type::INT8), (words, Type::TEXT_ARRAY)]),
         ),
         None => (ELIGIBLE_COUNT_SQL, elig.typed(&[(stop, Type::INT8)])),
     }
